@@ -1,0 +1,27 @@
+# Shared build settings for every mpc target: warnings, -Werror in CI,
+# sanitizers, and the include root (includes carry their layer prefix:
+# #include "ir/Graph.h").
+function(mpc_apply_settings target)
+  target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wswitch -Wimplicit-fallthrough>)
+  if(MPC_WERROR)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
+  endif()
+  if(MPC_SANITIZE)
+    target_compile_options(${target} PRIVATE
+      $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${MPC_SANITIZE} -fno-omit-frame-pointer>)
+    target_link_options(${target} PRIVATE -fsanitize=${MPC_SANITIZE})
+  endif()
+  if(MPC_EXPENSIVE_CHECKS)
+    target_compile_definitions(${target} PRIVATE MPC_EXPENSIVE_CHECKS=1)
+  endif()
+endfunction()
+
+# mpc_add_library(name SOURCES... [DEPS targets...])
+function(mpc_add_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  mpc_apply_settings(${name})
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+endfunction()

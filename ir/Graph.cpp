@@ -1,0 +1,191 @@
+//===- ir/Graph.cpp - the mpc graph IR ----------------------------------===//
+#include "ir/Graph.h"
+
+#include "support/Error.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <queue>
+#include <set>
+#include <unordered_map>
+
+namespace mpc::ir {
+
+const char *nodeKindName(NodeKind k) {
+  switch (k) {
+  case NodeKind::Input: return "input";
+  case NodeKind::Param: return "param";
+  case NodeKind::State: return "state";
+  case NodeKind::Op: return "op";
+  }
+  return "?";
+}
+
+std::string InitSpec::str() const {
+  auto num = [](double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.9g", v);
+    return std::string(buf);
+  };
+  switch (kind) {
+  case Constant: return "constant(" + num(a) + ")";
+  case Zeros: return "zeros";
+  case Ones: return "ones";
+  case Uniform: return "uniform(" + num(a) + "," + num(b) + ")";
+  case Normal: return "normal(" + num(a) + "," + num(b) + ")";
+  case Xavier: return "xavier(" + num(a) + ")";
+  }
+  return "?";
+}
+
+const OpInfo &Node::info() const {
+  MPC_ASSERT(isOp(), "info() on a leaf node '" + name + "'");
+  return opInfo(op);
+}
+
+std::string Node::describe() const {
+  return "'" + name + "' (" + (isOp() ? std::string(info().name) : nodeKindName(kind)) + ")";
+}
+
+Node *Graph::add(std::unique_ptr<Node> node) {
+  MPC_ASSERT(!byName_.count(node->name), "duplicate node name '" + node->name + "'");
+  node->id = nextId_++;
+  Node *raw = node.get();
+  byName_[raw->name] = raw;
+  nodes_.push_back(std::move(node));
+  return raw;
+}
+
+Node *Graph::addInput(const std::string &n, TensorType type) {
+  auto node = std::make_unique<Node>();
+  node->name = n;
+  node->kind = NodeKind::Input;
+  node->type = std::move(type);
+  return add(std::move(node));
+}
+
+Node *Graph::addParam(const std::string &n, TensorType type, InitSpec init) {
+  auto node = std::make_unique<Node>();
+  node->name = n;
+  node->kind = NodeKind::Param;
+  node->type = std::move(type);
+  node->init = init;
+  return add(std::move(node));
+}
+
+Node *Graph::addState(const std::string &n, TensorType type, InitSpec init,
+                      const std::string &param) {
+  auto node = std::make_unique<Node>();
+  node->name = n;
+  node->kind = NodeKind::State;
+  node->type = std::move(type);
+  node->init = init;
+  node->origin = param;
+  return add(std::move(node));
+}
+
+Node *Graph::addOp(const std::string &n, OpKind op, std::vector<Node *> inputs,
+                   AttrMap attrs, TensorType type) {
+  auto node = std::make_unique<Node>();
+  node->name = n;
+  node->kind = NodeKind::Op;
+  node->op = op;
+  node->inputs = std::move(inputs);
+  node->attrs = std::move(attrs);
+  node->type = std::move(type);
+  return add(std::move(node));
+}
+
+Node *Graph::find(const std::string &n) const {
+  auto it = byName_.find(n);
+  return it == byName_.end() ? nullptr : it->second;
+}
+
+std::vector<Node *> Graph::topoOrder() const {
+  std::unordered_map<const Node *, int> pending;
+  std::unordered_map<const Node *, std::vector<Node *>> usersOf;
+  for (const auto &n : nodes_) {
+    std::set<const Node *> distinct(n->inputs.begin(), n->inputs.end());
+    pending[n.get()] = int(distinct.size());
+    for (const Node *in : distinct) usersOf[in].push_back(n.get());
+  }
+  auto later = [](const Node *a, const Node *b) { return a->id > b->id; };
+  std::priority_queue<Node *, std::vector<Node *>, decltype(later)> ready(later);
+  for (const auto &n : nodes_)
+    if (pending[n.get()] == 0) ready.push(n.get());
+  std::vector<Node *> order;
+  order.reserve(nodes_.size());
+  while (!ready.empty()) {
+    Node *n = ready.top();
+    ready.pop();
+    order.push_back(n);
+    for (Node *u : usersOf[n])
+      if (--pending[u] == 0) ready.push(u);
+  }
+  if (order.size() != nodes_.size()) {
+    // Report the first node (by creation) that never became ready.
+    for (const auto &n : nodes_)
+      if (pending[n.get()] > 0)
+        throw RuleError("cycle through node " + n->describe());
+  }
+  return order;
+}
+
+std::vector<Node *> Graph::users(const Node *n) const {
+  std::vector<Node *> out;
+  for (const auto &u : nodes_)
+    if (std::find(u->inputs.begin(), u->inputs.end(), n) != u->inputs.end())
+      out.push_back(u.get());
+  return out;
+}
+
+void Graph::replaceAllUses(Node *from, Node *to) {
+  for (const auto &u : nodes_)
+    if (u.get() != to)
+      for (Node *&in : u->inputs)
+        if (in == from) in = to;
+  for (std::string &o : outputs)
+    if (o == from->name) o = to->name;
+  if (loss == from->name) loss = to->name;
+}
+
+void Graph::erase(Node *n) {
+  MPC_ASSERT(users(n).empty(), "erasing node '" + n->name + "' that still has users");
+  byName_.erase(n->name);
+  auto it = std::find_if(nodes_.begin(), nodes_.end(),
+                         [n](const auto &p) { return p.get() == n; });
+  MPC_ASSERT(it != nodes_.end(), "erasing a node of another graph");
+  nodes_.erase(it);
+}
+
+std::string Graph::uniqueName(const std::string &base) const {
+  if (!byName_.count(base)) return base;
+  for (int i = 1;; ++i) {
+    std::string cand = base + "." + std::to_string(i);
+    if (!byName_.count(cand)) return cand;
+  }
+}
+
+std::unique_ptr<Graph> Graph::clone() const {
+  auto g = std::make_unique<Graph>();
+  g->name = name;
+  g->sourceFile = sourceFile;
+  g->outputs = outputs;
+  g->loss = loss;
+  g->optimizer = optimizer;
+  g->gradients = gradients;
+  g->stages = stages;
+  std::unordered_map<const Node *, Node *> map;
+  for (const auto &n : nodes_) {
+    auto c = std::make_unique<Node>(*n);
+    map[n.get()] = c.get();
+    g->byName_[c->name] = c.get();
+    g->nodes_.push_back(std::move(c));
+  }
+  for (const auto &c : g->nodes_)
+    for (Node *&in : c->inputs) in = map.at(in);
+  g->nextId_ = nextId_;
+  return g;
+}
+
+} // namespace mpc::ir

@@ -1,0 +1,148 @@
+//===- ir/Graph.h - the mpc graph IR ------------------------------------===//
+//
+// A graph is a list of nodes in creation order. Every node produces exactly
+// one value (SSA: the node *is* its value), named uniquely with `name`.
+// Leaves are model inputs (fed per step), parameters (trained, initialised
+// from an InitSpec) and optimizer state (persistent, created by the
+// optimizer pass). Everything else is an op node whose meaning is its
+// OpInfo record.
+//
+// Determinism: `topoOrder()` breaks ties by creation index, and generated
+// names are derived from their sources, so printing, lowering and every
+// other output are stable run to run.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Attribute.h"
+#include "ir/OpInfo.h"
+#include "ir/OpKind.h"
+#include "ir/Type.h"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mpc::ir {
+
+enum class NodeKind : uint8_t { Input, Param, State, Op };
+
+const char *nodeKindName(NodeKind k); ///< "input", "param", "state", "op"
+
+/// How a parameter or state tensor gets its initial value (see ir/Init.h).
+struct InitSpec {
+  enum Kind : uint8_t { Constant, Zeros, Ones, Uniform, Normal, Xavier };
+  Kind kind = Zeros;
+  double a = 0.0; ///< constant: value; uniform: low; normal: mean; xavier: magnitude
+  double b = 0.0; ///< uniform: high; normal: std
+  std::string str() const; ///< "xavier(2.24)", "constant(0.5)", "zeros"
+  bool operator==(const InitSpec &) const = default;
+};
+
+/// The model's optimizer, with torch.optim semantics (docs/passes.md).
+struct OptimizerSpec {
+  std::string kind = "sgd"; ///< "sgd", "adam" or "adamw"
+  double lr = 0.01;
+  double momentum = 0.0;
+  double dampening = 0.0;
+  bool nesterov = false;
+  double weightDecay = 0.0;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  bool operator==(const OptimizerSpec &) const = default;
+};
+
+/// Stage invariants a graph declares; passes set them as they establish them
+/// and the verifier checks what is claimed.
+enum GraphStage : unsigned {
+  kShaped = 1u << 0,         ///< every node has its inferred type
+  kPlaced = 1u << 1,         ///< every node has a concrete device
+  kCopiesExplicit = 1u << 2, ///< cross-device uses only through copy
+  kDifferentiated = 1u << 3, ///< gradients of all trainable params exist
+  kOptimized = 1u << 4,      ///< update ops and optimizer state exist
+};
+
+struct Node {
+  int id = 0; ///< creation index; ties in topological order break on it
+  std::string name;
+  NodeKind kind = NodeKind::Op;
+  OpKind op = OpKind::Add; ///< meaningful for NodeKind::Op only
+  std::vector<Node *> inputs;
+  AttrMap attrs;
+  TensorType type;
+  /// "" before placement; a group name or a concrete device ("cpu:0",
+  /// "gpu:1") as written by the user; concrete after `place`.
+  std::string device;
+  std::optional<InitSpec> init; ///< Param and State
+  /// Where the node came from in the model file ("/nodes/3", "/params/w0");
+  /// empty for nodes created by passes. Used in diagnostics.
+  std::string jsonPath;
+  /// For nodes created by autodiff: the forward node whose gradient they
+  /// compute (and whose device they share). For State: its parameter.
+  std::string origin;
+  bool backward = false; ///< created by autodiff
+
+  bool isOp() const { return kind == NodeKind::Op; }
+  bool isOp(OpKind k) const { return kind == NodeKind::Op && op == k; }
+  bool isLeaf() const { return kind != NodeKind::Op; }
+  const OpInfo &info() const; ///< only for op nodes
+  /// "'h1' (matmul)" or "'w0' (param)": how diagnostics name a node.
+  std::string describe() const;
+};
+
+class Graph {
+public:
+  Graph() = default;
+  Graph(const Graph &) = delete;
+  Graph &operator=(const Graph &) = delete;
+
+  std::string name;
+  std::string sourceFile; ///< the model file, for diagnostics
+  std::vector<std::string> outputs;
+  std::string loss; ///< "" for a forward-only model
+  std::optional<OptimizerSpec> optimizer;
+  /// Filled by autodiff: parameter name -> name of its gradient value.
+  std::map<std::string, std::string> gradients;
+  unsigned stages = 0; ///< GraphStage flags
+
+  Node *addInput(const std::string &name, TensorType type);
+  Node *addParam(const std::string &name, TensorType type, InitSpec init);
+  Node *addState(const std::string &name, TensorType type, InitSpec init,
+                 const std::string &param);
+  /// Adds an op node with a given type (callers that want the shape rule
+  /// applied use Builder).
+  Node *addOp(const std::string &name, OpKind op, std::vector<Node *> inputs,
+              AttrMap attrs, TensorType type);
+
+  Node *find(const std::string &name) const;
+  /// Nodes in creation order.
+  const std::vector<std::unique_ptr<Node>> &nodes() const { return nodes_; }
+  /// Topological order, ties broken by creation index. Throws RuleError
+  /// naming a node on the cycle if there is one.
+  std::vector<Node *> topoOrder() const;
+  /// Op nodes that use `n`, in creation order (a node using `n` twice
+  /// appears once).
+  std::vector<Node *> users(const Node *n) const;
+  /// Replaces every use of `from` as an operand by `to`, and `from` among
+  /// the outputs and the loss.
+  void replaceAllUses(Node *from, Node *to);
+  /// Removes `n`; it must have no users.
+  void erase(Node *n);
+  /// `base` if no node has that name, else base.1, base.2, ...
+  std::string uniqueName(const std::string &base) const;
+  /// A deep copy with the same names, ids and flags.
+  std::unique_ptr<Graph> clone() const;
+
+  bool has(GraphStage s) const { return (stages & s) != 0; }
+
+private:
+  Node *add(std::unique_ptr<Node> node);
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::map<std::string, Node *> byName_;
+  int nextId_ = 0;
+};
+
+} // namespace mpc::ir

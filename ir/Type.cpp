@@ -1,0 +1,65 @@
+//===- ir/Type.cpp - tensor types ---------------------------------------===//
+#include "ir/Type.h"
+
+namespace mpc::ir {
+
+const char *dtypeName(DType t) {
+  switch (t) {
+  case DType::F32: return "f32";
+  case DType::I32: return "i32";
+  }
+  return "?";
+}
+
+std::optional<DType> parseDType(const std::string &s) {
+  if (s == "f32") return DType::F32;
+  if (s == "i32") return DType::I32;
+  return std::nullopt;
+}
+
+std::optional<int64_t> checkedNumElements(const Shape &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return std::nullopt;
+    if (d != 0 && n > kMaxElements / d) return std::nullopt;
+    n *= d;
+  }
+  if (n > kMaxElements) return std::nullopt;
+  return n;
+}
+
+int64_t TensorType::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string shapeStr(const Shape &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+std::string TensorType::str() const { return dtypeName(dtype) + shapeStr(shape); }
+
+std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) return std::nullopt;
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank) return std::nullopt;
+  return axis < 0 ? axis + rank : axis;
+}
+
+} // namespace mpc::ir

@@ -1,0 +1,55 @@
+//===- ir/Type.h - tensor types: dtype and static shape ------------------===//
+//
+// Every value in the IR is a dense tensor with a static shape. A shape of
+// rank 0 is a scalar. Element counts are checked against overflow wherever a
+// shape is built from user input (see checkedNumElements).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mpc::ir {
+
+enum class DType : uint8_t { F32, I32 };
+
+/// "f32" / "i32".
+const char *dtypeName(DType t);
+/// Parses "f32" / "i32"; nullopt otherwise.
+std::optional<DType> parseDType(const std::string &s);
+
+using Shape = std::vector<int64_t>;
+
+/// Largest element count mpc accepts for one tensor (2^40): far beyond any
+/// real model, small enough that byte sizes cannot overflow int64.
+constexpr int64_t kMaxElements = int64_t(1) << 40;
+
+/// Product of dims; nullopt when a dim is negative or the product exceeds
+/// kMaxElements.
+std::optional<int64_t> checkedNumElements(const Shape &shape);
+
+struct TensorType {
+  DType dtype = DType::F32;
+  Shape shape;
+
+  int64_t rank() const { return int64_t(shape.size()); }
+  /// Number of elements; the shape must already be checked.
+  int64_t numElements() const;
+  int64_t byteSize() const { return numElements() * 4; }
+  /// "f32[100,2]", "f32[]" for a scalar.
+  std::string str() const;
+  bool operator==(const TensorType &o) const = default;
+};
+
+std::string shapeStr(const Shape &shape);
+
+/// NumPy broadcasting of two shapes; nullopt when incompatible.
+std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b);
+
+/// Normalises an axis in [-rank, rank) to [0, rank); nullopt when out of range.
+std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
+
+} // namespace mpc::ir

@@ -1,0 +1,67 @@
+//===- passes/Pass.h - the pass interface and its context ---------------===//
+//
+// A pass transforms a Graph in place and reports whether it changed it. User
+// level failures (an unknown group in --map, an unsatisfiable memory limit)
+// are thrown as UserError naming the file and the node; passes never exit.
+// Options come from the driver through PassOptions; statistics go to
+// PassContext::stats and are printed by --stats / --pass-stats.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Graph.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mpc::passes {
+
+/// Options shared by the passes; set by `mpc opt` / `mpc compile` flags.
+struct PassOptions {
+  /// --devices: the concrete devices the model may use, in order. Empty means
+  /// "as many cpu devices as the model needs" (cpu:0, cpu:1, ...).
+  std::vector<std::string> devices;
+  /// --map group=device,...: explicit group mapping. Groups not mapped take
+  /// devices[i] in order of first appearance.
+  std::map<std::string, std::string> groupMap;
+  /// --placement: "explicit" (annotations + propagation) or "auto".
+  std::string placement = "explicit";
+  /// --device-memory: per-device limit in bytes for auto placement (0: none).
+  int64_t deviceMemory = 0;
+  /// --optimizer / --lr overrides of the model's optimizer.
+  std::optional<std::string> optimizer;
+  std::optional<double> lr;
+  /// --stats: passes that have something to say print it to PassContext::log.
+  bool stats = false;
+};
+
+/// Named counters a pass reports (copies inserted, copies reused, ...).
+struct PassStatistic {
+  std::string pass, name;
+  int64_t value = 0;
+};
+
+struct PassContext {
+  PassOptions options;
+  std::ostream *log = nullptr; ///< --stats output (stderr by default)
+  std::vector<PassStatistic> statistics;
+  void count(std::string_view pass, std::string_view name, int64_t delta = 1);
+};
+
+class Pass {
+public:
+  virtual ~Pass() = default;
+  /// kebab-case; the --passes name.
+  virtual std::string_view name() const = 0;
+  virtual std::string_view summary() const = 0;
+  /// Returns true when the graph changed.
+  virtual bool run(ir::Graph &graph, PassContext &ctx) = 0;
+};
+
+} // namespace mpc::passes
