@@ -1,0 +1,33 @@
+//===- codegen/Lower.h - training graph -> execution plan ---------------===//
+//
+// Lowers a verified, placed graph with explicit copies (and, for training,
+// gradients and optimizer updates) into a runtime::plan::Plan: one flat
+// instruction list per device, buffers with fixed offsets in a per-device
+// arena (reused once a value is dead) or in the persistent region (params,
+// state, inputs, outputs, loss), send/recv pairs for every copy, initial
+// parameter values drawn with ir::initialValues.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Graph.h"
+#include "runtime/plan/Plan.h"
+
+#include <cstdint>
+#include <ostream>
+
+namespace mpc::codegen {
+
+struct LowerOptions {
+  uint64_t seed = 0; ///< seed for the initial parameter values
+};
+
+/// Throws UserError when the graph cannot be lowered (not placed, copies not
+/// explicit), InternalError on broken invariants.
+plan::Plan lowerToPlan(const ir::Graph &graph, const LowerOptions &options);
+
+/// `mpc compile --stats`: per device, peak arena bytes, persistent bytes and
+/// the bytes a no-reuse plan would need; instruction counts; transfers.
+void printPlanStats(const plan::Plan &plan, std::ostream &os);
+
+} // namespace mpc::codegen
