@@ -1,0 +1,20 @@
+//===- tools/mpc/Commands.h - the subcommands of the mpc driver ---------===//
+//
+// Each subcommand lives in its own file and registers itself on the CLI11
+// app with one function; its callback does the work and throws UserError or
+// InternalError, which main() turns into a message and an exit status.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace mpc::tool {
+
+void addOptCommand(CLI::App &app);     ///< OptCommand.cpp
+void addCompileCommand(CLI::App &app); ///< CompileCommand.cpp
+void addRunCommand(CLI::App &app);     ///< RunCommand.cpp
+void addDumpCommand(CLI::App &app);    ///< DumpCommand.cpp
+void addListCommands(CLI::App &app);   ///< ListCommand.cpp (ops, passes)
+
+} // namespace mpc::tool
