@@ -1,0 +1,102 @@
+//===- runtime/Backend.h - one logical device of a runtime --------------===//
+//
+// The executor (runtime/Executor.h) is backend-agnostic: it owns one worker
+// thread per logical device of a plan and, on each step, asks every device's
+// Backend to run its instruction list once, concurrently. A Backend owns that
+// device's memory (the arena of temporaries and the persistent region, sized
+// by the DeviceProgram), resolves each kernel instruction to a function once
+// at load, and moves data to and from other devices only through a Transport:
+// a send hands bytes to the transport, a recv copies them out into the
+// destination's own memory. No backend ever holds a pointer into another
+// device's memory.
+//
+// The CPU backend lives in runtime/cpu/, the CUDA one in runtime/cuda/.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/plan/Plan.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace mpc::runtime {
+
+/// Thrown by a Transport when it was closed while a device waited on it (or
+/// sent to it): another device failed, the step is being abandoned. Never
+/// reaches the user; the executor reports the error that caused the close.
+class TransportClosed : public std::runtime_error {
+public:
+  TransportClosed() : std::runtime_error("transport closed") {}
+};
+
+/// Moves bytes between logical devices. Each send/recv pair of a plan shares a
+/// channel id; a channel carries one message per use and keeps them in order.
+/// Implementations are thread-safe: every device's worker calls them
+/// concurrently.
+class Transport {
+public:
+  virtual ~Transport() = default;
+  /// Copies `bytes` bytes from `src` (host memory of the sending device) into
+  /// a message on `channel`. Does not wait for the receiver.
+  virtual void send(uint32_t channel, const void *src, size_t bytes) = 0;
+  /// Blocks until a message is on `channel`, then copies it into `dst`
+  /// (`bytes` must equal the message size, else InternalError).
+  virtual void recv(uint32_t channel, void *dst, size_t bytes) = 0;
+  /// Wakes every waiting recv and makes every later send/recv throw
+  /// TransportClosed. Idempotent.
+  virtual void close() = 0;
+  virtual bool closed() const = 0;
+};
+
+/// Per-step counters a backend may fill (benchmarks, `mpc run --stats`).
+struct DeviceStats {
+  uint64_t instructions = 0;
+  uint64_t kernels = 0;
+  uint64_t bytesSent = 0;
+  uint64_t bytesReceived = 0;
+};
+
+/// One logical device (Plan::devices[index]).
+class Backend {
+public:
+  virtual ~Backend() = default;
+
+  /// "cpu", "cuda": used in diagnostics.
+  virtual std::string kind() const = 0;
+
+  /// Allocates this device's memory from `plan.devices[device]` (arenaBytes +
+  /// persistentBytes) and resolves every kernel instruction to a kernel once.
+  /// Throws UserError naming the device, instruction and op when an op has no
+  /// kernel in this backend or a buffer does not fit the op's expectations.
+  virtual void load(const plan::Plan &plan, uint32_t device) = 0;
+
+  /// Copies host bytes into buffer `buffer` of this device (any region);
+  /// `bytes` must equal the buffer's size. Only called between steps.
+  virtual void upload(uint32_t buffer, const void *src, size_t bytes) = 0;
+  /// Copies buffer `buffer` into host memory. Only called between steps.
+  virtual void download(uint32_t buffer, void *dst, size_t bytes) = 0;
+
+  /// Runs the device's instruction list once, in order, on the calling
+  /// (worker) thread; Send/Recv go through `transport`. Throws UserError for
+  /// bad data (e.g. a label out of range), TransportClosed when another
+  /// device failed first.
+  virtual void runStep(Transport &transport) = 0;
+
+  /// Counters accumulated since load.
+  virtual DeviceStats stats() const { return {}; }
+};
+
+/// Makes the backend of logical device `device` of `plan` (not yet loaded).
+using BackendFactory =
+    std::function<std::unique_ptr<Backend>(const plan::Plan &plan, uint32_t device)>;
+
+/// The CPU backend for every device (runtime/cpu/CpuDevice.cpp); the
+/// default. Devices named "gpu:N" in the plan run on the CPU as well.
+BackendFactory cpuBackendFactory();
+
+} // namespace mpc::runtime

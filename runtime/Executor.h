@@ -1,0 +1,92 @@
+//===- runtime/Executor.h - runs a plan step by step --------------------===//
+//
+// The Executor loads a plan onto one Backend per logical device, starts one
+// worker thread per device and, for each step(), lets every worker run its
+// device's instruction list once, concurrently; sends and receives meet in a
+// Transport (runtime/Channel.h by default). Between steps the caller feeds
+// inputs, reads the loss, outputs and parameters, or overwrites parameters.
+//
+// Errors: when a worker throws (a label out of range, a kernel error), the
+// executor closes the transport so that every other worker blocked in a recv
+// wakes up and stops, joins the step, and rethrows the first error on the
+// calling thread. The executor is then failed: a later step() throws again.
+//
+// Determinism: every device runs its list in plan order and every kernel has
+// a fixed summation order, so the same plan, inputs and initial values give
+// bit-identical results whatever the thread timing.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/Backend.h"
+#include "runtime/plan/Plan.h"
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace mpc::runtime {
+
+class Executor {
+public:
+  /// Loads `plan` (already verified by plan::verifyPlan) and uploads its
+  /// initial parameter and state values. `factory` makes each device's
+  /// backend (the CPU backend by default); `transport` carries sends and
+  /// receives (in-process channels by default).
+  explicit Executor(plan::Plan plan, BackendFactory factory = cpuBackendFactory(),
+                    std::unique_ptr<Transport> transport = nullptr);
+  ~Executor();
+  Executor(const Executor &) = delete;
+  Executor &operator=(const Executor &) = delete;
+
+  const plan::Plan &plan() const { return plan_; }
+
+  /// Writes host bytes into a user tensor (an input, param or state); `bytes`
+  /// must be 4 * numElements (float32 or int32 by the tensor's dtype).
+  void write(const plan::TensorRef &tensor, const void *src, size_t bytes);
+  /// Reads a user tensor (input, output, param, state, loss) to host bytes.
+  void read(const plan::TensorRef &tensor, void *dst, size_t bytes);
+  std::vector<float> readFloats(const plan::TensorRef &tensor);
+
+  /// Looks a tensor up by name among inputs, outputs, params, states; null if
+  /// absent.
+  const plan::TensorRef *findInput(const std::string &name) const;
+  const plan::TensorRef *findOutput(const std::string &name) const;
+  const plan::TensorRef *findParam(const std::string &name) const;
+
+  /// Runs one step on every device. Rethrows the first error of a worker.
+  void step();
+  /// The loss after the last step (requires plan().hasLoss).
+  float loss();
+
+  size_t numDevices() const { return backends_.size(); }
+  /// Sum of every device's counters.
+  DeviceStats stats() const;
+  /// Instructions of one step, all devices together.
+  uint64_t instructionsPerStep() const;
+
+private:
+  void workerLoop(uint32_t device);
+  void checkUsable() const;
+  Backend &backendOf(const plan::TensorRef &tensor);
+
+  plan::Plan plan_;
+  std::vector<std::unique_ptr<Backend>> backends_;
+  std::unique_ptr<Transport> transport_;
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable startCv_, doneCv_;
+  uint64_t generation_ = 0; ///< incremented per step; workers run when it moves
+  size_t pending_ = 0;      ///< workers still running the current step
+  bool shutdown_ = false;
+  std::exception_ptr error_; ///< first real (non-TransportClosed) error
+  bool failed_ = false;
+};
+
+} // namespace mpc::runtime
