@@ -1,6 +1,144 @@
-//===- ir/ops/Loss.cpp - the Loss ops (placeholder) ---===//
-#include "ir/OpInfo.h"
+//===- ir/ops/Loss.cpp - mse_loss and softmax_cross_entropy --------------===//
+//
+// Losses reduce to an f32 scalar (a mean, as torch's default reduction).
+// softmax_cross_entropy takes integer class labels (i32[N]) and fuses
+// log_softmax with the negative log-likelihood; its gradient is the separate
+// op softmax_cross_entropy_grad, which is not differentiable itself.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/ops/OpHelpers.h"
+
+#include <algorithm>
+#include <cstdio>
 
 namespace mpc::ir {
-void addLossOps(std::vector<OpInfo> &) {}
+
+using namespace ophelpers;
+
+namespace {
+
+TensorType inferMse(TypeOps ops, const AttrMap &) {
+  requireDType(ops[0], DType::F32, "mse_loss", "pred");
+  requireDType(ops[1], DType::F32, "mse_loss", "target");
+  requireSameType(ops[0], ops[1]);
+  return {DType::F32, {}};
+}
+
+/// Checks logits f32[N,C] (C >= 1) and labels i32[N].
+void checkLogitsLabels(const char *op, const TensorType &logits, const TensorType &labels) {
+  requireDType(logits, DType::F32, op, "logits");
+  requireDType(labels, DType::I32, op, "labels");
+  if (logits.rank() != 2 || labels.rank() != 1 || logits.shape[0] != labels.shape[0])
+    throw RuleError("shape mismatch: " + pairStr(logits, labels) +
+                    " (expected logits f32[N,C] and labels i32[N])");
+  if (logits.shape[1] < 1)
+    throw RuleError(std::string(op) + " needs at least one class, got " + logits.str());
+}
+
+/// The class index of label n, checked against [0, C).
+int64_t labelAt(const RefTensor &labels, int64_t n, int64_t classes) {
+  double v = labels.data[size_t(n)];
+  if (!(v >= 0 && v < double(classes)) || v != std::floor(v)) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    throw UserError("", "", "label " + std::string(buf) + " out of range [0, " +
+                                std::to_string(classes) + ")");
+  }
+  return int64_t(v);
+}
+
+/// Row n of log_softmax(logits) written to `row`.
+void logSoftmaxRow(const RefTensor &logits, int64_t n, int64_t c, std::vector<double> &row) {
+  const double *x = logits.data.data() + n * c;
+  double mx = *std::max_element(x, x + c);
+  double sum = 0;
+  for (int64_t j = 0; j < c; ++j) sum += std::exp(x[j] - mx);
+  double lse = mx + std::log(sum);
+  row.resize(size_t(c));
+  for (int64_t j = 0; j < c; ++j) row[size_t(j)] = x[j] - lse;
+}
+
+} // namespace
+
+void addLossOps(std::vector<OpInfo> &t) {
+  {
+    OpInfo r = makeOp(OpKind::MseLoss, "mse_loss", "Loss",
+                      "mean((pred - target)^2) over all elements: an f32 scalar",
+                      {"pred", "target"});
+    r.infer = inferMse;
+    r.grad = [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
+      Node *p = n.inputs[0], *tg = n.inputs[1];
+      double count = double(p->type.numElements());
+      Node *d = b.scale(b.mul(dy, b.sub(p, tg)), count > 0 ? 2.0 / count : 0.0);
+      return {d, b.neg(d)};
+    };
+    r.reference = [](RefOps o, const AttrMap &, RefTensor &out) {
+      const RefTensor &p = *o[0], &tg = *o[1];
+      double s = 0;
+      for (size_t i = 0; i < p.data.size(); ++i) {
+        double d = p.data[i] - tg.data[i];
+        s += d * d;
+      }
+      out.data[0] = s / double(p.data.size());
+    };
+    r.flops = flopsPerInput<3>;
+    t.push_back(std::move(r));
+  }
+  {
+    OpInfo r = makeOp(OpKind::SoftmaxCrossEntropy, "softmax_cross_entropy", "Loss",
+                      "mean over rows of -log_softmax(logits)[n, labels[n]]: an f32 scalar",
+                      {"logits", "labels"});
+    r.infer = [](TypeOps o, const AttrMap &) {
+      checkLogitsLabels("softmax_cross_entropy", o[0], o[1]);
+      return TensorType{DType::F32, {}};
+    };
+    r.grad = [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
+      return {b.create(OpKind::SoftmaxCrossEntropyGrad, {n.inputs[0], n.inputs[1], dy}),
+              nullptr};
+    };
+    r.reference = [](RefOps o, const AttrMap &, RefTensor &out) {
+      const RefTensor &logits = *o[0], &labels = *o[1];
+      int64_t rows = logits.shape[0], c = logits.shape[1];
+      std::vector<double> row;
+      double s = 0;
+      for (int64_t n = 0; n < rows; ++n) {
+        int64_t label = labelAt(labels, n, c);
+        logSoftmaxRow(logits, n, c, row);
+        s -= row[size_t(label)];
+      }
+      out.data[0] = s / double(rows);
+    };
+    r.flops = flopsPerInput<5>;
+    t.push_back(std::move(r));
+  }
+  {
+    OpInfo r = makeOp(OpKind::SoftmaxCrossEntropyGrad, "softmax_cross_entropy_grad", "Loss",
+                      "dy * (softmax(logits) - onehot(labels)) / N: the gradient of "
+                      "softmax_cross_entropy (not differentiable)",
+                      {"logits", "labels", "dy"});
+    r.infer = [](TypeOps o, const AttrMap &) {
+      checkLogitsLabels("softmax_cross_entropy_grad", o[0], o[1]);
+      requireDType(o[2], DType::F32, "softmax_cross_entropy_grad", "dy");
+      if (o[2].rank() != 0)
+        throw RuleError("softmax_cross_entropy_grad operand 'dy' must be a scalar f32[], got " +
+                        o[2].str());
+      return o[0];
+    };
+    r.reference = [](RefOps o, const AttrMap &, RefTensor &out) {
+      const RefTensor &logits = *o[0], &labels = *o[1];
+      int64_t rows = logits.shape[0], c = logits.shape[1];
+      double g = o[2]->data[0] / double(rows);
+      std::vector<double> row;
+      for (int64_t n = 0; n < rows; ++n) {
+        int64_t label = labelAt(labels, n, c);
+        logSoftmaxRow(logits, n, c, row);
+        for (int64_t j = 0; j < c; ++j)
+          out.data[size_t(n * c + j)] = g * (std::exp(row[size_t(j)]) - (j == label ? 1.0 : 0.0));
+      }
+    };
+    r.flops = flopsPerInput<5>;
+    t.push_back(std::move(r));
+  }
+}
+
 } // namespace mpc::ir

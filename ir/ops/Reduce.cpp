@@ -1,6 +1,157 @@
-//===- ir/ops/Reduce.cpp - the Reduce ops (placeholder) ---===//
-#include "ir/OpInfo.h"
+//===- ir/ops/Reduce.cpp - sum, mean and their adjoint broadcast_to ------===//
+//
+// sum and mean reduce over a set of axes (none listed: all axes), optionally
+// keeping the reduced axes as size 1. broadcast_to is their adjoint: the
+// gradient of a reduction broadcasts, the gradient of a broadcast reduces.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/ops/OpHelpers.h"
+
+#include <algorithm>
 
 namespace mpc::ir {
-void addReduceOps(std::vector<OpInfo> &) {}
+
+using namespace ophelpers;
+
+namespace {
+
+/// For each axis of `t`: whether it is reduced. Checks range and uniqueness.
+std::vector<bool> reducedAxes(const char *op, const TensorType &t, const AttrMap &attrs) {
+  const std::vector<int64_t> &axes = getInts(attrs, "axes");
+  std::vector<bool> reduced(size_t(t.rank()), axes.empty());
+  for (int64_t a : axes) {
+    int64_t n = axisOf(a, t, op);
+    if (reduced[size_t(n)])
+      throw RuleError(std::string(op) + " axis " + std::to_string(a) +
+                      " repeated for " + t.str());
+    reduced[size_t(n)] = true;
+  }
+  return reduced;
+}
+
+/// The shape with the reduced axes set to 1.
+Shape keepdimsShape(const Shape &s, const std::vector<bool> &reduced) {
+  Shape k = s;
+  for (size_t i = 0; i < k.size(); ++i)
+    if (reduced[i]) k[i] = 1;
+  return k;
+}
+
+TensorType inferReduce(const char *op, TypeOps ops, const AttrMap &attrs) {
+  requireDType(ops[0], DType::F32, op, "x");
+  std::vector<bool> reduced = reducedAxes(op, ops[0], attrs);
+  Shape out;
+  for (size_t i = 0; i < reduced.size(); ++i) {
+    if (!reduced[i]) out.push_back(ops[0].shape[i]);
+    else if (getBool(attrs, "keepdims")) out.push_back(1);
+  }
+  return {DType::F32, out};
+}
+
+/// Sums x into out (whose element count equals the keepdims shape's).
+void sumInto(const RefTensor &x, const std::vector<bool> &reduced, RefTensor &out) {
+  if (x.data.empty()) return;
+  Shape kshape = keepdimsShape(x.shape, reduced);
+  std::vector<int64_t> idx(x.shape.size(), 0);
+  size_t flat = 0;
+  do {
+    out.data[size_t(broadcastIndex(idx, kshape))] += x.data[flat++];
+  } while (nextIndex(idx, x.shape));
+}
+
+int64_t reducedCount(const Shape &s, const std::vector<bool> &reduced) {
+  int64_t n = 1;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (reduced[i]) n *= s[i];
+  return n;
+}
+
+Node *broadcastBack(Builder &b, const Node &n, Node *dy, const char *op) {
+  const Node *x = n.inputs[0];
+  std::vector<bool> reduced = reducedAxes(op, x->type, n.attrs);
+  Shape kshape = keepdimsShape(x->type.shape, reduced);
+  Node *g = dy->type.shape == kshape ? dy : b.reshape(dy, kshape);
+  return g->type.shape == x->type.shape ? g : b.broadcastTo(g, x->type.shape);
+}
+
+std::vector<AttrSpec> reduceAttrs() {
+  return {attr("axes", AttrType::Ints, std::vector<int64_t>{},
+               "axes to reduce, negative counting from the end; [] reduces all axes"),
+          attr("keepdims", AttrType::Bool, false, "keep reduced axes as size 1")};
+}
+
+TensorType inferBroadcastTo(TypeOps ops, const AttrMap &attrs) {
+  const TensorType &x = ops[0];
+  requireDType(x, DType::F32, "broadcast_to", "x");
+  const Shape &target = getInts(attrs, "shape");
+  requireValidShape(target, "broadcast_to");
+  TensorType result{DType::F32, target};
+  bool ok = x.shape.size() <= target.size();
+  for (size_t i = 0; ok && i < x.shape.size(); ++i) {
+    int64_t d = x.shape[i], t = target[target.size() - x.shape.size() + i];
+    ok = d == t || d == 1;
+  }
+  if (!ok) throw RuleError("cannot broadcast " + x.str() + " to " + result.str());
+  return result;
+}
+
+} // namespace
+
+void addReduceOps(std::vector<OpInfo> &t) {
+  {
+    OpInfo r = makeOp(OpKind::Sum, "sum", "Reduce", "sum of x over axes", {"x"});
+    r.attrs = reduceAttrs();
+    r.infer = [](TypeOps o, const AttrMap &a) { return inferReduce("sum", o, a); };
+    r.grad = [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
+      return {broadcastBack(b, n, dy, "sum")};
+    };
+    r.reference = [](RefOps o, const AttrMap &a, RefTensor &out) {
+      TensorType xt{DType::F32, o[0]->shape};
+      sumInto(*o[0], reducedAxes("sum", xt, a), out);
+    };
+    r.flops = flopsPerInput<1>;
+    t.push_back(std::move(r));
+  }
+  {
+    OpInfo r = makeOp(OpKind::Mean, "mean", "Reduce", "mean of x over axes", {"x"});
+    r.attrs = reduceAttrs();
+    r.infer = [](TypeOps o, const AttrMap &a) { return inferReduce("mean", o, a); };
+    r.grad = [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
+      const Node *x = n.inputs[0];
+      int64_t count = reducedCount(x->type.shape, reducedAxes("mean", x->type, n.attrs));
+      Node *g = broadcastBack(b, n, dy, "mean");
+      return {b.scale(g, count > 0 ? 1.0 / double(count) : 0.0)};
+    };
+    r.reference = [](RefOps o, const AttrMap &a, RefTensor &out) {
+      TensorType xt{DType::F32, o[0]->shape};
+      std::vector<bool> reduced = reducedAxes("mean", xt, a);
+      sumInto(*o[0], reduced, out);
+      double count = double(reducedCount(o[0]->shape, reduced));
+      for (double &v : out.data) v /= count;
+    };
+    r.flops = flopsPerInput<1>;
+    t.push_back(std::move(r));
+  }
+  {
+    OpInfo r = makeOp(OpKind::BroadcastTo, "broadcast_to", "Reduce",
+                      "x broadcast NumPy style to shape", {"x"});
+    r.attrs = {attr("shape", AttrType::Ints, std::nullopt, "the result shape")};
+    r.infer = inferBroadcastTo;
+    r.grad = [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
+      return {b.reduceToShape(dy, n.inputs[0]->type.shape)};
+    };
+    r.reference = [](RefOps o, const AttrMap &, RefTensor &out) {
+      const RefTensor &x = *o[0];
+      if (out.data.empty()) return;
+      std::vector<int64_t> idx(out.shape.size(), 0);
+      size_t flat = 0;
+      do {
+        out.data[flat++] = x.data[size_t(broadcastIndex(idx, x.shape))];
+      } while (nextIndex(idx, out.shape));
+    };
+    r.flops = noFlops;
+    t.push_back(std::move(r));
+  }
+}
+
 } // namespace mpc::ir
