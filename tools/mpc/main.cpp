@@ -1,1 +1,46 @@
-int main() { return 0; }
+//===- tools/mpc/main.cpp - the mpc driver ------------------------------===//
+//
+// Subcommand dispatch and the one place errors are turned into exit codes:
+//   0 success, 1 user error (bad model, flags, plan or data file),
+//   2 internal error (a bug in mpc: a verifier failure after a pass, a broken
+//     invariant).
+//
+//===----------------------------------------------------------------------===//
+#include "support/Error.h"
+#include "tools/mpc/Commands.h"
+
+#include <iostream>
+
+int main(int argc, char **argv) {
+  CLI::App app{"mpc: a static graph compiler and executor for model-parallel training.\n\n"
+               "Exit status: 0 success, 1 user error (bad model, flag, plan or data file),\n"
+               "2 internal error (a bug in mpc).",
+               "mpc"};
+  app.set_version_flag("--version", "mpc 0.1.0");
+  app.require_subcommand(1);
+  mpc::tool::addOptCommand(app);
+  mpc::tool::addCompileCommand(app);
+  mpc::tool::addRunCommand(app);
+  mpc::tool::addDumpCommand(app);
+  mpc::tool::addListCommands(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    // --help and --version are "errors" with exit code 0 in CLI11.
+    int code = app.exit(e);
+    return code == 0 ? 0 : 1;
+  } catch (const mpc::UserError &e) {
+    std::cerr << e.what() << "\n";
+    return 1;
+  } catch (const mpc::InternalError &e) {
+    std::cerr << "mpc: internal error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::bad_alloc &) {
+    std::cerr << "mpc: error: out of memory\n";
+    return 1;
+  } catch (const std::exception &e) {
+    std::cerr << "mpc: internal error: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}

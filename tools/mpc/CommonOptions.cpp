@@ -1,0 +1,128 @@
+//===- tools/mpc/CommonOptions.cpp - flags shared by opt and compile ----===//
+#include "tools/mpc/CommonOptions.h"
+
+#include "ir/Device.h"
+#include "ir/JsonReader.h"
+#include "support/Error.h"
+
+#include <cmath>
+#include <iostream>
+
+namespace mpc::tool {
+
+void CommonOptions::addTo(CLI::App &cmd) {
+  cmd.add_option("--passes", passes,
+                 "Comma-separated pass pipeline (see `mpc passes`)");
+  cmd.add_option("--print-before", printBefore, "Print the IR before these passes")
+      ->delimiter(',');
+  cmd.add_option("--print-after", printAfter, "Print the IR after these passes")->delimiter(',');
+  cmd.add_flag("--print-before-all", printBeforeAll, "Print the IR before every pass");
+  cmd.add_flag("--print-after-all", printAfterAll, "Print the IR after every pass");
+  cmd.add_flag("--no-verify", noVerify, "Do not run the verifier between passes");
+  cmd.add_flag("--time-passes", timePasses, "Print the time each pass and the verifier took");
+  cmd.add_flag("--enable-test-passes", enableTestPasses, "Allow the hidden test passes");
+  cmd.add_option("--reproducer", reproducer,
+                 "On a verifier failure, write the graph before the failing pass here");
+  cmd.add_flag("--stats", stats, "Print statistics (placement, copies, memory plan)");
+  cmd.add_option("--devices", devices,
+                 "Devices to place on, e.g. cpu:0,cpu:1,cpu:2 (default: cpu:0, cpu:1, ... as "
+                 "many as the model's groups need)")
+      ->delimiter(',');
+  cmd.add_option("--map", map, "Group mapping, e.g. stage0=gpu:0,stage1=gpu:1")->delimiter(',');
+  cmd.add_option("--placement", placement, "explicit (annotations + propagation) or auto")
+      ->check(CLI::IsMember({"explicit", "auto"}));
+  cmd.add_option("--device-memory", deviceMemory,
+                 "Per-device memory limit for --placement=auto, e.g. 16GiB");
+  cmd.add_option("--optimizer", optimizer, "Override the model's optimizer: sgd, adam or adamw")
+      ->check(CLI::IsMember({"sgd", "adam", "adamw"}));
+  cmd.add_option_function<double>(
+      "--lr", [this](double v) { lr = v, lrGiven = true; }, "Override the learning rate");
+}
+
+int64_t parseByteSize(const std::string &text, const std::string &flag) {
+  size_t pos = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &pos);
+  } catch (...) {
+    throw UserError("", "", "invalid size '" + text + "' for " + flag);
+  }
+  std::string unit = text.substr(pos);
+  double mult = 0;
+  if (unit.empty() || unit == "B") mult = 1;
+  else if (unit == "KiB") mult = 1024.0;
+  else if (unit == "MiB") mult = 1024.0 * 1024;
+  else if (unit == "GiB") mult = 1024.0 * 1024 * 1024;
+  else if (unit == "KB") mult = 1e3;
+  else if (unit == "MB") mult = 1e6;
+  else if (unit == "GB") mult = 1e9;
+  if (mult == 0 || !std::isfinite(value) || value < 0 || value * mult > 9e18)
+    throw UserError("", "", "invalid size '" + text + "' for " + flag +
+                                " (use a number with an optional B, KiB, MiB, GiB, KB, MB or GB)");
+  return int64_t(value * mult);
+}
+
+passes::PassOptions CommonOptions::passOptions() const {
+  passes::PassOptions o;
+  for (const std::string &d : devices) {
+    if (!ir::parseDevice(d))
+      throw UserError("", "", "invalid device '" + d + "' in --devices (expected cpu:N or gpu:N)");
+    for (const std::string &seen : o.devices)
+      if (seen == d) throw UserError("", "", "device '" + d + "' given twice in --devices");
+    o.devices.push_back(d);
+  }
+  for (const std::string &m : map) {
+    size_t eq = m.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UserError("", "", "invalid --map entry '" + m + "' (expected group=device)");
+    std::string group = m.substr(0, eq), dev = m.substr(eq + 1);
+    if (!ir::parseDevice(dev))
+      throw UserError("", "", "invalid device '" + dev + "' in --map entry '" + m + "'");
+    if (o.groupMap.count(group))
+      throw UserError("", "", "group '" + group + "' mapped twice in --map");
+    o.groupMap[group] = dev;
+  }
+  o.placement = placement;
+  if (!deviceMemory.empty()) o.deviceMemory = parseByteSize(deviceMemory, "--device-memory");
+  if (!optimizer.empty()) o.optimizer = optimizer;
+  if (lrGiven) {
+    if (!(lr > 0) || !std::isfinite(lr))
+      throw UserError("", "", "--lr must be a positive number");
+    o.lr = lr;
+  }
+  o.stats = stats;
+  return o;
+}
+
+passes::Instrumentation CommonOptions::instrumentation() const {
+  passes::Instrumentation in;
+  in.printBefore.insert(printBefore.begin(), printBefore.end());
+  in.printAfter.insert(printAfter.begin(), printAfter.end());
+  in.printBeforeAll = printBeforeAll;
+  in.printAfterAll = printAfterAll;
+  in.verify = !noVerify;
+  in.timePasses = timePasses;
+  in.reproducer = reproducer;
+  return in;
+}
+
+std::unique_ptr<ir::Graph> runPipeline(const std::string &modelPath, const CommonOptions &opts,
+                                       const std::string &fallbackPipeline,
+                                       bool useDefaultTrainingPipeline) {
+  passes::PassContext ctx;
+  ctx.options = opts.passOptions();
+  ctx.log = &std::cerr;
+  std::unique_ptr<ir::Graph> graph = ir::readModelFile(modelPath);
+  passes::PassManager pm(ctx, opts.instrumentation());
+  std::string pipeline = opts.passes;
+  if (pipeline.empty())
+    pipeline = useDefaultTrainingPipeline ? passes::defaultPipeline(*graph) : fallbackPipeline;
+  pm.addPipeline(pipeline, opts.enableTestPasses);
+  pm.run(*graph);
+  if (opts.stats)
+    for (const passes::PassStatistic &s : ctx.statistics)
+      std::cerr << s.pass << ": " << s.name << " = " << s.value << "\n";
+  return graph;
+}
+
+} // namespace mpc::tool

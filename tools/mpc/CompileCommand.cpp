@@ -1,0 +1,58 @@
+//===- tools/mpc/CompileCommand.cpp - `mpc compile`: model -> plan.bin ---===//
+//
+// Runs the default training pipeline (passes/Pipelines.cpp) or --passes,
+// then lowers the graph to an execution plan and writes plan.bin. With
+// --emit=ir or --emit=json it writes the IR instead. Output files are written
+// atomically: a failing compile leaves no file behind.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/Lower.h"
+#include "ir/JsonWriter.h"
+#include "ir/Printer.h"
+#include "runtime/plan/PlanIO.h"
+#include "support/FileIO.h"
+#include "tools/mpc/Commands.h"
+#include "tools/mpc/CommonOptions.h"
+
+#include <iostream>
+#include <memory>
+
+namespace mpc::tool {
+
+namespace {
+struct CompileArgs {
+  std::string model, output, emit = "plan";
+  uint64_t seed = 0;
+  CommonOptions common;
+};
+} // namespace
+
+void addCompileCommand(CLI::App &app) {
+  auto args = std::make_shared<CompileArgs>();
+  CLI::App *cmd = app.add_subcommand(
+      "compile", "Compile a model into an execution plan (plan.bin) for training or inference");
+  cmd->add_option("model", args->model, "Model file (JSON)")->required();
+  cmd->add_option("-o,--output", args->output, "Output file (plan.bin, or IR with --emit)")
+      ->required();
+  cmd->add_option("--emit", args->emit,
+                  "What to write: plan (default), ir (text form) or json (the IR as JSON)")
+      ->check(CLI::IsMember({"plan", "ir", "json"}));
+  cmd->add_option("--seed", args->seed, "Seed for the initial parameter values (default 0)");
+  args->common.addTo(*cmd);
+  cmd->callback([args] {
+    auto graph = runPipeline(args->model, args->common, "", /*useDefaultTrainingPipeline=*/true);
+    if (args->emit == "ir") {
+      writeFileAtomic(args->output, ir::printGraph(*graph));
+      return;
+    }
+    if (args->emit == "json") {
+      writeFileAtomic(args->output, ir::writeModelJson(*graph));
+      return;
+    }
+    plan::Plan p = codegen::lowerToPlan(*graph, codegen::LowerOptions{args->seed});
+    if (args->common.stats) codegen::printPlanStats(p, std::cerr);
+    plan::writePlanFile(args->output, p);
+  });
+}
+
+} // namespace mpc::tool

@@ -1,0 +1,44 @@
+//===- tools/mpc/OptCommand.cpp - `mpc opt`: run passes, print the IR ----===//
+//
+// The debugging entry point and what the lit tests drive: reads a model,
+// runs the passes named by --passes (none by default: the reader already
+// infers shapes), and prints the resulting IR to stdout (or -o FILE) in the
+// text form, or as JSON with --emit=json.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/JsonWriter.h"
+#include "ir/Printer.h"
+#include "support/FileIO.h"
+#include "tools/mpc/Commands.h"
+#include "tools/mpc/CommonOptions.h"
+
+#include <iostream>
+#include <memory>
+
+namespace mpc::tool {
+
+namespace {
+struct OptArgs {
+  std::string model, output, emit = "text";
+  CommonOptions common;
+};
+} // namespace
+
+void addOptCommand(CLI::App &app) {
+  auto args = std::make_shared<OptArgs>();
+  CLI::App *cmd = app.add_subcommand("opt", "Run passes on a model and print the resulting IR");
+  cmd->add_option("model", args->model, "Model file (JSON)")->required();
+  cmd->add_option("-o,--output", args->output, "Write the IR here instead of stdout");
+  cmd->add_option("--emit", args->emit, "Output form: text (default) or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  args->common.addTo(*cmd);
+  cmd->callback([args] {
+    auto graph = runPipeline(args->model, args->common, /*fallbackPipeline=*/"",
+                             /*useDefaultTrainingPipeline=*/false);
+    std::string out = args->emit == "json" ? ir::writeModelJson(*graph) : ir::printGraph(*graph);
+    if (args->output.empty()) std::cout << out << std::flush;
+    else writeFileAtomic(args->output, out);
+  });
+}
+
+} // namespace mpc::tool
