@@ -1,1 +1,93 @@
-// placeholder: ir/Interpreter.cpp
+//===- ir/Interpreter.cpp - the reference evaluator ---------------------===//
+//
+// Evaluates a graph with the op records' float64 reference kernels:
+//   1. params and state start from initialValues() (float32, widened), so the
+//      interpreter starts from exactly the values codegen stores in a plan;
+//   2. step() checks the fed inputs, then evaluates the nodes in
+//      graph.topoOrder(), except that optimizer updates (and anything that
+//      uses their results) run after every other node: within one step all
+//      reads of a parameter see its value from before the step, whatever the
+//      order of independent nodes;
+//   3. optimizer ops mutate the persistent() tensors in place.
+// Values of params and state in the returned map are those after the step.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/Interpreter.h"
+
+#include "ir/Init.h"
+#include "support/Error.h"
+
+#include <set>
+
+namespace mpc::ir {
+
+Interpreter::Interpreter(const Graph &graph, uint64_t seed) : graph_(graph) {
+  for (const auto &n : graph.nodes()) {
+    if (n->kind != NodeKind::Param && n->kind != NodeKind::State) continue;
+    InitSpec init = n->init.value_or(InitSpec{});
+    std::vector<float> values = initialValues(init, n->type.shape, n->name, seed);
+    RefTensor t(n->type.shape);
+    for (size_t i = 0; i < values.size(); ++i) t.data[i] = double(values[i]);
+    persistent_[n->name] = std::move(t);
+  }
+}
+
+std::map<std::string, RefTensor>
+Interpreter::step(const std::map<std::string, RefTensor> &inputs) {
+  std::map<std::string, RefTensor> values;
+  std::map<const Node *, RefTensor *> slot;
+
+  std::vector<Node *> order = graph_.topoOrder();
+  std::vector<Node *> now, deferred;
+  std::set<const Node *> isDeferred;
+  for (Node *n : order) {
+    bool defer = n->isOp() && n->info().has(kOptimizer);
+    for (const Node *in : n->inputs) defer = defer || isDeferred.count(in);
+    if (defer) {
+      deferred.push_back(n);
+      isDeferred.insert(n);
+    } else {
+      now.push_back(n);
+    }
+  }
+  now.insert(now.end(), deferred.begin(), deferred.end());
+
+  for (Node *n : now) {
+    switch (n->kind) {
+    case NodeKind::Input: {
+      auto it = inputs.find(n->name);
+      if (it == inputs.end())
+        throw UserError(graph_.sourceFile, "input '" + n->name + "'",
+                        "no value given for input '" + n->name + "' of type " +
+                            n->type.str());
+      if (it->second.shape != n->type.shape ||
+          it->second.numElements() != n->type.numElements())
+        throw UserError(graph_.sourceFile, "input '" + n->name + "'",
+                        "value for input '" + n->name + "' has shape " +
+                            shapeStr(it->second.shape) + ", expected " + n->type.str());
+      slot[n] = &(values[n->name] = it->second);
+      break;
+    }
+    case NodeKind::Param:
+    case NodeKind::State: {
+      auto it = persistent_.find(n->name);
+      MPC_ASSERT(it != persistent_.end(), "no persistent value for " + n->describe());
+      slot[n] = &it->second;
+      break;
+    }
+    case NodeKind::Op: {
+      std::vector<RefTensor *> operands;
+      operands.reserve(n->inputs.size());
+      for (const Node *in : n->inputs) operands.push_back(slot.at(in));
+      RefTensor &out = values[n->name] = RefTensor(n->type.shape);
+      n->info().reference(operands, n->attrs, out);
+      slot[n] = &out;
+      break;
+    }
+    }
+  }
+  for (const auto &[name, t] : persistent_) values[name] = t;
+  return values;
+}
+
+} // namespace mpc::ir
