@@ -1,0 +1,316 @@
+//===- runtime/plan/PlanVerifier.cpp - consistency checks on a Plan ------===//
+//
+// Checks everything the runtimes rely on without re-checking: device names,
+// buffers inside their regions and sized by their shapes, instruction
+// operands naming existing buffers, arena buffers written before they are
+// read and never sharing bytes while both are live, send/recv pairs matched
+// one to one by channel with consistent peers and equal types, tensor refs
+// pointing at persistent buffers of their type, initial values sized by their
+// tensors, and a schedule that cannot deadlock (a simulation with sends that
+// never block and receives that wait). Problems are reported, all of them, as
+// "PATH: message" with a JSON-pointer-like path into the plan.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/plan/PlanFormat.h"
+#include "runtime/plan/PlanIO.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+namespace mpc::plan {
+
+namespace {
+
+bool validDeviceName(const std::string &s) {
+  size_t colon = s.find(':');
+  if (colon == std::string::npos) return false;
+  std::string kind = s.substr(0, colon), idx = s.substr(colon + 1);
+  if (kind != "cpu" && kind != "gpu") return false;
+  if (idx.empty() || idx.size() > 4) return false;
+  if (idx.size() > 1 && idx[0] == '0') return false;
+  return std::all_of(idx.begin(), idx.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::optional<int64_t> checkedElements(const std::vector<int64_t> &shape) {
+  if (shape.size() > kMaxRank) return std::nullopt;
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || d > kMaxTensorElements) return std::nullopt;
+    if (d != 0 && n > kMaxTensorElements / d) return std::nullopt;
+    n *= d;
+  }
+  return n;
+}
+
+std::string shapeText(DType t, const std::vector<int64_t> &shape) {
+  std::string s = std::string(dtypeName(t)) + "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+struct Verifier {
+  const Plan &plan;
+  std::vector<std::string> problems;
+
+  void report(const std::string &path, const std::string &msg) { problems.push_back(path + ": " + msg); }
+
+  bool validBuffer(const DeviceProgram &d, uint32_t id) const { return id < d.buffers.size(); }
+
+  void checkBuffers(size_t di) {
+    const DeviceProgram &d = plan.devices[di];
+    std::string dp = "/devices/" + std::to_string(di);
+    for (size_t i = 0; i < d.buffers.size(); ++i) {
+      const Buffer &b = d.buffers[i];
+      std::string bp = dp + "/buffers/" + std::to_string(i);
+      if (b.id != i) report(bp, "buffer id " + std::to_string(b.id) + " differs from its index");
+      auto n = checkedElements(b.shape);
+      if (!n) {
+        report(bp + "/shape", "invalid shape");
+        continue;
+      }
+      if (b.bytes != uint64_t(*n) * 4)
+        report(bp + "/bytes", std::to_string(b.bytes) + " bytes for " + shapeText(b.dtype, b.shape) +
+                                  " (expected " + std::to_string(*n * 4) + ")");
+      if (b.offset % kPlanAlignment != 0)
+        report(bp + "/offset", "offset " + std::to_string(b.offset) + " is not 64-byte aligned");
+      uint64_t limit = b.region == Region::Arena ? d.arenaBytes : d.persistentBytes;
+      if (b.offset > limit || b.bytes > limit - b.offset)
+        report(bp, "bytes [" + std::to_string(b.offset) + ", +" + std::to_string(b.bytes) +
+                       ") lie outside the " + (b.region == Region::Arena ? "arena" : "persistent region") +
+                       " (" + std::to_string(limit) + " bytes)");
+    }
+  }
+
+  /// Returns false when an operand is out of range (later checks need valid ids).
+  bool checkInstrs(size_t di) {
+    const DeviceProgram &d = plan.devices[di];
+    std::string dp = "/devices/" + std::to_string(di);
+    bool ok = true;
+    for (size_t i = 0; i < d.instrs.size(); ++i) {
+      const Instr &in = d.instrs[i];
+      std::string ip = dp + "/instrs/" + std::to_string(i);
+      auto checkId = [&](uint32_t id, const std::string &p) {
+        if (!validBuffer(d, id)) {
+          report(p, "buffer " + std::to_string(id) + " does not exist (" + d.device + " has " +
+                        std::to_string(d.buffers.size()) + " buffers)");
+          ok = false;
+        }
+      };
+      for (size_t k = 0; k < in.inputs.size(); ++k) checkId(in.inputs[k], ip + "/inputs/" + std::to_string(k));
+      switch (in.kind) {
+      case InstrKind::Kernel:
+        if (in.op.empty()) report(ip + "/op", "kernel without an op name");
+        checkId(in.output, ip + "/output");
+        break;
+      case InstrKind::Send:
+      case InstrKind::Recv:
+        if (in.kind == InstrKind::Send && in.inputs.size() != 1) {
+          report(ip + "/inputs", "a send takes exactly one buffer, got " + std::to_string(in.inputs.size()));
+          ok = false;
+        }
+        if (in.kind == InstrKind::Recv) checkId(in.output, ip + "/output");
+        if (in.peer >= plan.devices.size() || in.peer == di) {
+          report(ip + "/peer", "peer " + std::to_string(in.peer) + " is not another device of the plan");
+          ok = false;
+        }
+        break;
+      }
+    }
+    return ok;
+  }
+
+  /// Arena buffers: written before read; no two live at once share bytes.
+  void checkArena(size_t di) {
+    const DeviceProgram &d = plan.devices[di];
+    std::string dp = "/devices/" + std::to_string(di);
+    size_t nb = d.buffers.size();
+    std::vector<int64_t> first(nb, -1), last(nb, -1);
+    std::vector<bool> written(nb, false);
+    for (size_t i = 0; i < d.instrs.size(); ++i) {
+      const Instr &in = d.instrs[i];
+      auto touch = [&](uint32_t id) {
+        if (first[id] < 0) first[id] = int64_t(i);
+        last[id] = int64_t(i);
+      };
+      for (size_t k = 0; k < in.inputs.size(); ++k) {
+        uint32_t id = in.inputs[k];
+        if (d.buffers[id].region == Region::Arena && !written[id])
+          report(dp + "/instrs/" + std::to_string(i) + "/inputs/" + std::to_string(k),
+                 "reads arena buffer " + std::to_string(id) + " ('" + d.buffers[id].name +
+                     "') before any instruction writes it");
+        touch(id);
+      }
+      if (in.kind != InstrKind::Send) {
+        touch(in.output);
+        written[in.output] = true;
+      }
+    }
+    std::vector<uint32_t> live;
+    for (uint32_t id = 0; id < nb; ++id)
+      if (d.buffers[id].region == Region::Arena && first[id] >= 0 && d.buffers[id].bytes > 0)
+        live.push_back(id);
+    for (size_t x = 0; x < live.size(); ++x)
+      for (size_t y = x + 1; y < live.size(); ++y) {
+        const Buffer &a = d.buffers[live[x]], &b = d.buffers[live[y]];
+        bool timeOverlap = first[a.id] <= last[b.id] && first[b.id] <= last[a.id];
+        bool memOverlap = a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+        if (timeOverlap && memOverlap)
+          report(dp + "/buffers/" + std::to_string(b.id),
+                 "arena buffers " + std::to_string(a.id) + " ('" + a.name + "') and " +
+                     std::to_string(b.id) + " ('" + b.name + "') share bytes while both are live");
+      }
+  }
+
+  struct End {
+    size_t device, instr;
+  };
+
+  /// Returns false when channels are inconsistent (no deadlock check then).
+  bool checkChannels() {
+    std::map<uint32_t, End> sends, recvs;
+    bool ok = true;
+    for (size_t di = 0; di < plan.devices.size(); ++di) {
+      const DeviceProgram &d = plan.devices[di];
+      for (size_t i = 0; i < d.instrs.size(); ++i) {
+        const Instr &in = d.instrs[i];
+        if (in.kind == InstrKind::Kernel) continue;
+        auto &ends = in.kind == InstrKind::Send ? sends : recvs;
+        std::string ip = "/devices/" + std::to_string(di) + "/instrs/" + std::to_string(i);
+        if (!ends.emplace(in.channel, End{di, i}).second) {
+          report(ip + "/channel", std::string("channel ") + std::to_string(in.channel) + " has two " +
+                                      (in.kind == InstrKind::Send ? "sends" : "receives"));
+          ok = false;
+        }
+      }
+    }
+    for (const auto &[ch, s] : sends) {
+      std::string sp = "/devices/" + std::to_string(s.device) + "/instrs/" + std::to_string(s.instr);
+      auto it = recvs.find(ch);
+      if (it == recvs.end()) {
+        report(sp, "send on channel " + std::to_string(ch) + " has no matching receive");
+        ok = false;
+        continue;
+      }
+      const End &r = it->second;
+      const Instr &si = plan.devices[s.device].instrs[s.instr];
+      const Instr &ri = plan.devices[r.device].instrs[r.instr];
+      std::string rp = "/devices/" + std::to_string(r.device) + "/instrs/" + std::to_string(r.instr);
+      if (si.peer != r.device || ri.peer != s.device) {
+        report(rp, "channel " + std::to_string(ch) + " joins " + plan.devices[s.device].device + " -> " +
+                       plan.devices[r.device].device + " but the peers say otherwise");
+        ok = false;
+        continue;
+      }
+      const Buffer &a = plan.devices[s.device].buffers[si.inputs[0]];
+      const Buffer &b = plan.devices[r.device].buffers[ri.output];
+      if (a.dtype != b.dtype || a.shape != b.shape)
+        report(rp, "channel " + std::to_string(ch) + " sends " + shapeText(a.dtype, a.shape) +
+                       " but receives " + shapeText(b.dtype, b.shape));
+    }
+    for (const auto &[ch, r] : recvs)
+      if (!sends.count(ch)) {
+        report("/devices/" + std::to_string(r.device) + "/instrs/" + std::to_string(r.instr),
+               "receive on channel " + std::to_string(ch) + " has no matching send");
+        ok = false;
+      }
+    return ok;
+  }
+
+  /// Runs every device's list with non-blocking sends and blocking receives.
+  void checkDeadlock() {
+    size_t n = plan.devices.size();
+    std::vector<size_t> pc(n, 0);
+    std::map<uint32_t, bool> sent;
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (size_t di = 0; di < n; ++di) {
+        const auto &instrs = plan.devices[di].instrs;
+        while (pc[di] < instrs.size()) {
+          const Instr &in = instrs[pc[di]];
+          if (in.kind == InstrKind::Recv && !sent[in.channel]) break;
+          if (in.kind == InstrKind::Send) sent[in.channel] = true;
+          ++pc[di];
+          progress = true;
+        }
+      }
+    }
+    for (size_t di = 0; di < n; ++di)
+      if (pc[di] < plan.devices[di].instrs.size())
+        report("/devices/" + std::to_string(di) + "/instrs/" + std::to_string(pc[di]),
+               "the schedule deadlocks: " + plan.devices[di].device + " waits forever on channel " +
+                   std::to_string(plan.devices[di].instrs[pc[di]].channel));
+  }
+
+  void checkRef(const TensorRef &r, const std::string &path) {
+    if (r.device >= plan.devices.size()) {
+      report(path + "/device", "device " + std::to_string(r.device) + " does not exist");
+      return;
+    }
+    const DeviceProgram &d = plan.devices[r.device];
+    if (r.buffer >= d.buffers.size()) {
+      report(path + "/buffer", "buffer " + std::to_string(r.buffer) + " does not exist on " + d.device);
+      return;
+    }
+    const Buffer &b = d.buffers[r.buffer];
+    if (b.region != Region::Persistent)
+      report(path + "/buffer", "'" + r.name + "' refers to arena buffer " + std::to_string(b.id) +
+                                   " (user-visible tensors live in the persistent region)");
+    if (b.dtype != r.dtype || b.shape != r.shape)
+      report(path, "'" + r.name + "' is " + shapeText(r.dtype, r.shape) + " but its buffer is " +
+                       shapeText(b.dtype, b.shape));
+  }
+
+  void run() {
+    if (plan.devices.empty()) report("/devices", "a plan needs at least one device");
+    bool idsOk = true;
+    for (size_t di = 0; di < plan.devices.size(); ++di) {
+      const DeviceProgram &d = plan.devices[di];
+      std::string dp = "/devices/" + std::to_string(di);
+      if (!validDeviceName(d.device)) report(dp + "/name", "invalid device name '" + d.device + "'");
+      for (size_t dj = 0; dj < di; ++dj)
+        if (plan.devices[dj].device == d.device) report(dp + "/name", "device '" + d.device + "' appears twice");
+      checkBuffers(di);
+      idsOk = checkInstrs(di) && idsOk;
+    }
+    if (idsOk) {
+      for (size_t di = 0; di < plan.devices.size(); ++di) checkArena(di);
+      if (checkChannels()) checkDeadlock();
+    }
+    auto refs = [&](const std::vector<TensorRef> &rs, const char *key) {
+      for (size_t i = 0; i < rs.size(); ++i) checkRef(rs[i], std::string("/") + key + "/" + std::to_string(i));
+    };
+    refs(plan.inputs, "inputs");
+    refs(plan.outputs, "outputs");
+    refs(plan.params, "params");
+    refs(plan.states, "states");
+    if (plan.hasLoss) {
+      checkRef(plan.loss, "/loss");
+      if (checkedElements(plan.loss.shape).value_or(0) != 1) report("/loss", "the loss must have one element");
+    }
+    size_t want = plan.params.size() + plan.states.size();
+    if (plan.initialValues.size() != want) {
+      report("/initial_values", std::to_string(plan.initialValues.size()) + " initial values for " +
+                                    std::to_string(want) + " params and states");
+    } else {
+      for (size_t i = 0; i < want; ++i) {
+        const TensorRef &r = i < plan.params.size() ? plan.params[i] : plan.states[i - plan.params.size()];
+        auto n = checkedElements(r.shape);
+        if (!n || plan.initialValues[i].size() != uint64_t(*n) * 4)
+          report("/initial_values/" + std::to_string(i),
+                 std::to_string(plan.initialValues[i].size()) + " bytes for '" + r.name + "' " +
+                     shapeText(r.dtype, r.shape));
+      }
+    }
+  }
+};
+
+} // namespace
+
+std::vector<std::string> verifyPlan(const Plan &plan) {
+  Verifier v{plan, {}};
+  v.run();
+  return std::move(v.problems);
+}
+
+} // namespace mpc::plan
