@@ -1,1 +1,922 @@
-// placeholder: ir/JsonReader.cpp
+//===- ir/JsonReader.cpp - model.json -> Graph --------------------------===//
+//
+// The reader treats the model file as untrusted: every JSON value is checked
+// for its type before it is read, nothing on the file's contents is asserted,
+// and every problem becomes a UserError naming the file, the JSON pointer of
+// the offending element and the node (format in docs/ir.md).
+//
+// Steps:
+//   1. parse with nlohmann::ordered_json (object order is kept), rejecting
+//      duplicate keys and absurd nesting from the parser callback;
+//   2. check the top-level keys and the format version;
+//   3. create the leaves in file order: inputs, params, state;
+//   4. create the op nodes in array order, checking op, arity, attributes and
+//      device; operands may name nodes defined later in the array;
+//   5. resolve operands, sort topologically (a cycle is an error naming a
+//      node on it), and run each op's shape rule in that order;
+//   6. read loss, outputs, optimizer, stages and gradients.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/JsonReader.h"
+
+#include "ir/Builder.h"
+#include "ir/Device.h"
+#include "ir/JsonWriter.h"
+#include "support/Error.h"
+#include "support/FileIO.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <queue>
+#include <set>
+
+namespace mpc::ir {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+/// Containers nested deeper than this are rejected while parsing; no model
+/// needs more than a handful of levels.
+constexpr int kMaxDepth = 64;
+
+const std::vector<std::string> kTopKeys = {"mpc",     "name",      "inputs", "params",
+                                           "state",   "nodes",     "loss",   "outputs",
+                                           "optimizer", "stages",  "gradients"};
+const std::vector<std::string> kInputKeys = {"shape", "dtype", "device"};
+const std::vector<std::string> kParamKeys = {"shape", "dtype", "init", "device"};
+const std::vector<std::string> kStateKeys = {"shape", "dtype", "init", "param", "device"};
+const std::vector<std::string> kNodeKeys = {"name",   "op",       "inputs", "attrs",
+                                            "device", "backward", "origin"};
+const std::vector<std::string> kSgdKeys = {"lr", "momentum", "dampening", "nesterov",
+                                           "weight_decay"};
+const std::vector<std::string> kAdamKeys = {"lr", "beta1", "beta2", "eps", "weight_decay"};
+
+/// Escapes one reference token of a JSON pointer (RFC 6901).
+std::string ptrToken(const std::string &key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
+}
+
+std::string child(const std::string &ptr, const std::string &key) {
+  return ptr + "/" + ptrToken(key);
+}
+std::string child(const std::string &ptr, size_t index) {
+  return ptr + "/" + std::to_string(index);
+}
+
+std::string joinList(const std::vector<std::string> &xs) {
+  std::string s;
+  for (size_t i = 0; i < xs.size(); ++i) s += (i ? ", " : "") + xs[i];
+  return s;
+}
+
+/// A short description of a JSON value for messages: the value itself for
+/// scalars (shortened), "an object" / "an array" for containers. Never
+/// recurses into containers.
+std::string describeJson(const json &j) {
+  if (j.is_object()) return "an object";
+  if (j.is_array()) return "an array";
+  if (j.is_null()) return "null";
+  std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  return s;
+}
+
+size_t editDistance(const std::string &a, const std::string &b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+/// "; did you mean 'x'?" when a candidate is close to `word`, else "".
+std::string suggestion(const std::string &word, const std::vector<std::string> &candidates) {
+  if (word.size() > 64) return "";
+  std::string best;
+  size_t bestDist = std::numeric_limits<size_t>::max();
+  for (const std::string &c : candidates) {
+    size_t d = editDistance(word, c);
+    if (d < bestDist) {
+      bestDist = d;
+      best = c;
+    }
+  }
+  size_t limit = std::max<size_t>(1, std::min(word.size(), best.size()) / 3);
+  if (best.empty() || bestDist > limit) return "";
+  return "; did you mean '" + best + "'?";
+}
+
+/// Names: non-empty printable ASCII without spaces or the characters the
+/// text form uses as punctuation.
+bool isValidName(const std::string &s) {
+  if (s.empty() || s.size() > 256) return false;
+  for (char c : s) {
+    if (c <= ' ' || c > '~') return false;
+    if (std::string_view("\"'%@,(){}").find(c) != std::string_view::npos) return false;
+  }
+  return true;
+}
+
+std::string quoteName(const std::string &s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += '?';
+    else out += c;
+  }
+  if (out.size() > 80) out = out.substr(0, 77) + "...";
+  return out + "'";
+}
+
+/// Tracks the path during parsing, to reject duplicate object keys (nlohmann
+/// silently keeps one of them) and overly deep nesting, with a JSON pointer.
+class ParseGuard {
+public:
+  explicit ParseGuard(std::string file) : file_(std::move(file)) {}
+
+  bool operator()(int depth, json::parse_event_t event, json &parsed) {
+    switch (event) {
+    case json::parse_event_t::object_start:
+    case json::parse_event_t::array_start:
+      enterValue();
+      if (depth > kMaxDepth)
+        throw UserError(file_, pointer(),
+                        "nesting deeper than " + std::to_string(kMaxDepth) + " levels");
+      frames_.push_back({event == json::parse_event_t::array_start, {}, {}, 0});
+      break;
+    case json::parse_event_t::object_end:
+    case json::parse_event_t::array_end:
+      if (!frames_.empty()) frames_.pop_back();
+      break;
+    case json::parse_event_t::key:
+      if (!frames_.empty() && parsed.is_string()) {
+        Frame &f = frames_.back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys.insert(f.key).second)
+          throw UserError(file_, pointer(), "duplicate key " + quoteName(f.key));
+      }
+      break;
+    case json::parse_event_t::value:
+      enterValue();
+      break;
+    }
+    return true;
+  }
+
+private:
+  struct Frame {
+    bool isArray;
+    std::set<std::string> keys;
+    std::string key;
+    size_t next;
+  };
+
+  /// A value starts inside the innermost container: advance an array index.
+  void enterValue() {
+    if (!frames_.empty() && frames_.back().isArray) frames_.back().key =
+        std::to_string(frames_.back().next++);
+  }
+
+  std::string pointer() const {
+    std::string p;
+    for (const Frame &f : frames_) p += "/" + ptrToken(f.key);
+    return p;
+  }
+
+  std::string file_;
+  std::vector<Frame> frames_;
+};
+
+/// Line and column (1-based) of the byte at 1-based offset `byte`.
+std::string lineCol(const std::string &text, size_t byte) {
+  size_t index = byte == 0 ? 0 : std::min(byte - 1, text.size());
+  size_t line = 1, lineStart = 0;
+  for (size_t i = 0; i < index; ++i)
+    if (text[i] == '\n') {
+      ++line;
+      lineStart = i + 1;
+    }
+  return std::to_string(line) + ":" + std::to_string(index - lineStart + 1);
+}
+
+/// nlohmann's message without its "[json.exception...] parse error at line
+/// L, column C: " prefix (the location is reported separately).
+std::string parserDetail(const std::string &what) {
+  std::string s = what;
+  if (size_t b = s.find("] "); b != std::string::npos && s.rfind("[json.exception", 0) == 0)
+    s = s.substr(b + 2);
+  if (s.rfind("parse error", 0) == 0) {
+    if (size_t c = s.find(": "); c != std::string::npos) s = s.substr(c + 2);
+  }
+  return s;
+}
+
+struct PendingNode {
+  const json *obj = nullptr;
+  std::string ptr;
+  Node *node = nullptr;
+  const OpInfo *info = nullptr;
+  std::vector<std::string> operandNames;
+  std::vector<int> operandNodes; ///< index into pending, or -1 for a leaf
+  AttrMap attrs;
+};
+
+class ModelReader {
+public:
+  ModelReader(const std::string &text, const std::string &file) : text_(text), file_(file) {}
+
+  std::unique_ptr<Graph> read() {
+    json root = parse();
+    if (!root.is_object())
+      fail("", "top level must be a JSON object, got " + describeJson(root));
+    g_ = std::make_unique<Graph>();
+    g_->sourceFile = file_;
+    checkKeys(root, "", kTopKeys, "top-level key");
+    readVersion(root);
+    g_->name = "model";
+    if (const json *n = find(root, "name")) g_->name = nameOf(*n, "/name", "model name");
+    if (const json *j = find(root, "inputs")) readInputs(*j);
+    if (const json *j = find(root, "params")) readParams(*j);
+    if (const json *j = find(root, "state")) readStates(*j);
+    if (const json *j = find(root, "nodes")) readNodes(*j);
+    resolveOperands();
+    inferTypes(topoOrder());
+    if (const json *j = find(root, "loss")) readLoss(*j);
+    if (const json *j = find(root, "outputs")) readOutputs(*j);
+    if (const json *j = find(root, "optimizer")) readOptimizer(*j);
+    g_->stages = kShaped;
+    if (const json *j = find(root, "stages")) readStages(*j);
+    if (const json *j = find(root, "gradients")) readGradients(*j);
+    return std::move(g_);
+  }
+
+private:
+  [[noreturn]] void fail(const std::string &where, const std::string &message) const {
+    throw UserError(file_, where, message);
+  }
+
+  json parse() {
+    ParseGuard guard(file_);
+    try {
+      return json::parse(text_, std::ref(guard), /*allow_exceptions=*/true,
+                         /*ignore_comments=*/false);
+    } catch (const json::parse_error &e) {
+      fail(lineCol(text_, e.byte), "syntax error: " + parserDetail(e.what()));
+    } catch (const json::exception &e) {
+      fail("", "invalid JSON: " + parserDetail(e.what()));
+    }
+  }
+
+  static const json *find(const json &obj, const std::string &key) {
+    auto it = obj.find(key);
+    return it == obj.end() ? nullptr : &*it;
+  }
+
+  void checkKeys(const json &obj, const std::string &ptr, const std::vector<std::string> &allowed,
+                 const std::string &what, const std::string &owner = "") const {
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      if (std::find(allowed.begin(), allowed.end(), it.key()) != allowed.end()) continue;
+      fail(child(ptr, it.key()), "unknown " + what + " " + quoteName(it.key()) +
+                                     (owner.empty() ? "" : " in " + owner) +
+                                     suggestion(it.key(), allowed) +
+                                     " (allowed: " + joinList(allowed) + ")");
+    }
+  }
+
+  const json &expectObject(const json &j, const std::string &ptr, const std::string &what) const {
+    if (!j.is_object()) fail(ptr, what + " must be an object, got " + describeJson(j));
+    return j;
+  }
+
+  std::string expectString(const json &j, const std::string &ptr, const std::string &what) const {
+    if (!j.is_string()) fail(ptr, what + " must be a string, got " + describeJson(j));
+    return j.get<std::string>();
+  }
+
+  double expectNumber(const json &j, const std::string &ptr, const std::string &what) const {
+    if (!j.is_number()) fail(ptr, what + " must be a number, got " + describeJson(j));
+    return j.get<double>();
+  }
+
+  /// Reads an integer that fits int64; `what` names it in messages.
+  int64_t expectInt(const json &j, const std::string &ptr, const std::string &what) const {
+    if (!j.is_number_integer()) fail(ptr, what + " must be an integer, got " + describeJson(j));
+    if (j.is_number_unsigned() &&
+        j.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+      fail(ptr, what + " " + describeJson(j) + " is out of range");
+    return j.get<int64_t>();
+  }
+
+  std::string nameOf(const json &j, const std::string &ptr, const std::string &what) const {
+    std::string s = expectString(j, ptr, what);
+    if (!isValidName(s))
+      fail(ptr, "invalid " + what + " " + quoteName(s) +
+                    ": names are 1 to 256 printable characters without spaces or any of "
+                    "\" ' % @ , ( ) { }");
+    return s;
+  }
+
+  void readVersion(const json &root) {
+    const json *v = find(root, "mpc");
+    if (!v) fail("", "missing format version \"mpc\"; supported versions: 1");
+    bool one = v->is_number_integer() &&
+               (v->is_number_unsigned() ? v->get<uint64_t>() == 1 : v->get<int64_t>() == 1);
+    if (!one)
+      fail("/mpc", "unsupported format version " + describeJson(*v) + "; supported versions: 1");
+  }
+
+  /// Checks that `name` is not yet defined and records where it is defined.
+  void defineName(const std::string &name, const std::string &ptr, const std::string &at) {
+    auto [it, inserted] = definedAt_.emplace(name, ptr);
+    if (!inserted)
+      fail(at, "duplicate name " + quoteName(name) + " (already defined at " + it->second + ")");
+  }
+
+  Shape readShape(const json &obj, const std::string &ptr, const std::string &who) const {
+    const json *j = find(obj, "shape");
+    if (!j) fail(ptr, who + " has no \"shape\"");
+    std::string sp = ptr + "/shape";
+    if (!j->is_array()) fail(sp, "shape of " + who + " must be an array of integers, got " +
+                                     describeJson(*j));
+    Shape shape;
+    for (size_t i = 0; i < j->size(); ++i) {
+      const json &d = (*j)[i];
+      std::string dp = child(sp, i);
+      if (!d.is_number_integer())
+        fail(dp, "dimension of " + who + " must be an integer, got " + describeJson(d));
+      if (d.is_number_unsigned() &&
+          d.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+        fail(sp, "overflowing shape of " + who + ": dimension " + describeJson(d) +
+                     " is out of range");
+      int64_t v = d.get<int64_t>();
+      if (v < 0) fail(dp, "negative dimension " + std::to_string(v) + " in shape of " + who);
+      shape.push_back(v);
+    }
+    if (!checkedNumElements(shape))
+      fail(sp, "overflowing shape of " + who + ": " + shapeStr(shape) + " has more than 2^40 "
+               "elements");
+    return shape;
+  }
+
+  DType readDType(const json &obj, const std::string &ptr, const std::string &who,
+                  bool floatOnly) const {
+    const json *j = find(obj, "dtype");
+    if (!j) return DType::F32;
+    std::string dp = ptr + "/dtype";
+    if (!j->is_string())
+      fail(dp, "bad dtype " + describeJson(*j) + " for " + who + "; expected \"f32\" or \"i32\"");
+    auto t = parseDType(j->get<std::string>());
+    if (!t)
+      fail(dp, "bad dtype " + quoteName(j->get<std::string>()) + " for " + who +
+                   "; expected \"f32\" or \"i32\"");
+    if (floatOnly && *t != DType::F32)
+      fail(dp, "bad dtype " + quoteName(j->get<std::string>()) + " for " + who +
+                   "; parameters and state are f32");
+    return *t;
+  }
+
+  /// Reads an optional "device": a concrete device or a group name.
+  std::string readDevice(const json &obj, const std::string &ptr, const std::string &who) const {
+    const json *j = find(obj, "device");
+    if (!j) return "";
+    std::string dp = ptr + "/device";
+    if (!j->is_string())
+      fail(dp, "unknown device " + describeJson(*j) + " for " + who +
+                   "; expected cpu:N, gpu:N or a group name");
+    std::string d = j->get<std::string>();
+    if (!parseDevice(d) && !isValidGroupName(d))
+      fail(dp, "unknown device " + quoteName(d) + " for " + who +
+                   "; expected cpu:N, gpu:N (N < 1024) or a group name "
+                   "([A-Za-z_][A-Za-z0-9_.-]*)");
+    return d;
+  }
+
+  double initNumber(const json &obj, const std::string &ptr, const std::string &key,
+                    double dflt, const std::string &who) const {
+    const json *j = find(obj, key);
+    if (!j) return dflt;
+    if (!j->is_number())
+      fail(child(ptr, key), "bad init of " + who + ": " + key + " must be a number, got " +
+                                describeJson(*j));
+    return j->get<double>();
+  }
+
+  InitSpec readInit(const json &obj, const std::string &ptr, const std::string &who) const {
+    const json *j = find(obj, "init");
+    if (!j) fail(ptr, who + " has no \"init\"");
+    std::string ip = ptr + "/init";
+    const char *forms = " (expected \"zeros\", \"ones\", {\"constant\": v}, {\"uniform\": "
+                        "{\"low\", \"high\"}}, {\"normal\": {\"mean\", \"std\"}} or "
+                        "{\"xavier\": {\"magnitude\"}})";
+    std::string kind;
+    const json *args = nullptr;
+    if (j->is_string()) {
+      kind = j->get<std::string>();
+    } else if (j->is_object() && j->size() == 1) {
+      kind = j->begin().key();
+      args = &j->begin().value();
+      ip = child(ip, kind);
+    } else {
+      fail(ip, "bad init of " + who + ": " + describeJson(*j) + forms);
+    }
+    const std::vector<std::string> kinds = {"constant", "zeros",  "ones",
+                                            "uniform",  "normal", "xavier"};
+    InitSpec init;
+    if (kind == "zeros" || kind == "ones") {
+      if (args) fail(ip, "bad init of " + who + ": '" + kind + "' takes no arguments; write \"" +
+                             kind + "\"");
+      init.kind = kind == "zeros" ? InitSpec::Zeros : InitSpec::Ones;
+      return init;
+    }
+    if (kind == "constant") {
+      if (!args || !args->is_number())
+        fail(ip, "bad init of " + who + ": constant needs a number, as {\"constant\": 0.5}");
+      init.kind = InitSpec::Constant;
+      init.a = args->get<double>();
+      return init;
+    }
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end())
+      fail(ip, "bad init of " + who + ": unknown initialiser " + quoteName(kind) +
+                   suggestion(kind, kinds) + forms);
+    static const json empty = json::object();
+    const json &a = args ? *args : empty;
+    if (!a.is_object())
+      fail(ip, "bad init of " + who + ": arguments of " + kind + " must be an object, got " +
+                   describeJson(a));
+    if (kind == "uniform") {
+      checkKeys(a, ip, {"low", "high"}, "argument of uniform", who);
+      init.kind = InitSpec::Uniform;
+      init.a = initNumber(a, ip, "low", -0.07, who);
+      init.b = initNumber(a, ip, "high", 0.07, who);
+      if (!(init.a <= init.b))
+        fail(ip, "bad init of " + who + ": uniform needs low <= high");
+    } else if (kind == "normal") {
+      checkKeys(a, ip, {"mean", "std"}, "argument of normal", who);
+      init.kind = InitSpec::Normal;
+      init.a = initNumber(a, ip, "mean", 0.0, who);
+      init.b = initNumber(a, ip, "std", 0.01, who);
+      if (!(init.b >= 0)) fail(ip + "/std", "bad init of " + who + ": std must be >= 0");
+    } else {
+      checkKeys(a, ip, {"magnitude"}, "argument of xavier", who);
+      init.kind = InitSpec::Xavier;
+      init.a = initNumber(a, ip, "magnitude", 3.0, who);
+      if (!(init.a > 0)) fail(ip + "/magnitude", "bad init of " + who + ": magnitude must be > 0");
+    }
+    return init;
+  }
+
+  void readInputs(const json &j) {
+    expectObject(j, "/inputs", "\"inputs\"");
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      std::string ptr = child("/inputs", it.key());
+      std::string name = nameOf(it.key(), ptr, "input name");
+      std::string who = "'" + name + "' (input)";
+      const json &obj = expectObject(it.value(), ptr, "input " + quoteName(name));
+      checkKeys(obj, ptr, kInputKeys, "key", who);
+      defineName(name, ptr, ptr);
+      DType dt = readDType(obj, ptr, who, false);
+      Shape shape = readShape(obj, ptr, who);
+      std::string dev = readDevice(obj, ptr, who);
+      Node *n = g_->addInput(name, TensorType{dt, shape});
+      n->device = dev;
+      n->jsonPath = ptr;
+    }
+  }
+
+  void readParams(const json &j) {
+    expectObject(j, "/params", "\"params\"");
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      std::string ptr = child("/params", it.key());
+      std::string name = nameOf(it.key(), ptr, "param name");
+      std::string who = "'" + name + "' (param)";
+      const json &obj = expectObject(it.value(), ptr, "param " + quoteName(name));
+      checkKeys(obj, ptr, kParamKeys, "key", who);
+      defineName(name, ptr, ptr);
+      DType dt = readDType(obj, ptr, who, true);
+      Shape shape = readShape(obj, ptr, who);
+      InitSpec init = readInit(obj, ptr, who);
+      std::string dev = readDevice(obj, ptr, who);
+      Node *n = g_->addParam(name, TensorType{dt, shape}, init);
+      n->device = dev;
+      n->jsonPath = ptr;
+    }
+  }
+
+  void readStates(const json &j) {
+    expectObject(j, "/state", "\"state\"");
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      std::string ptr = child("/state", it.key());
+      std::string name = nameOf(it.key(), ptr, "state name");
+      std::string who = "'" + name + "' (state)";
+      const json &obj = expectObject(it.value(), ptr, "state " + quoteName(name));
+      checkKeys(obj, ptr, kStateKeys, "key", who);
+      defineName(name, ptr, ptr);
+      DType dt = readDType(obj, ptr, who, true);
+      Shape shape = readShape(obj, ptr, who);
+      InitSpec init = readInit(obj, ptr, who);
+      const json *p = find(obj, "param");
+      if (!p) fail(ptr, who + " has no \"param\"");
+      std::string param = expectString(*p, ptr + "/param", "\"param\" of " + who);
+      Node *pn = g_->find(param);
+      if (!pn || pn->kind != NodeKind::Param)
+        fail(ptr + "/param", "unknown param " + quoteName(param) + " for " + who);
+      std::string dev = readDevice(obj, ptr, who);
+      Node *n = g_->addState(name, TensorType{dt, shape}, init, param);
+      n->device = dev;
+      n->jsonPath = ptr;
+    }
+  }
+
+  /// Reads one attribute value as the type its schema declares.
+  AttrValue readAttr(const json &j, const AttrSpec &spec, const std::string &ptr,
+                     const std::string &who) const {
+    auto wrongType = [&]() -> std::string {
+      return "attribute '" + spec.name + "' of " + who + " must be " +
+             attrTypeName(spec.type) + ", got " + describeJson(j);
+    };
+    switch (spec.type) {
+    case AttrType::Bool:
+      if (!j.is_boolean()) fail(ptr, wrongType());
+      return j.get<bool>();
+    case AttrType::Int:
+      if (!j.is_number_integer()) fail(ptr, wrongType());
+      return expectInt(j, ptr, "attribute '" + spec.name + "' of " + who);
+    case AttrType::Float:
+      if (!j.is_number()) fail(ptr, wrongType());
+      return j.get<double>();
+    case AttrType::String:
+      if (!j.is_string()) fail(ptr, wrongType());
+      return j.get<std::string>();
+    case AttrType::Ints: {
+      if (!j.is_array()) fail(ptr, wrongType());
+      std::vector<int64_t> xs;
+      for (size_t i = 0; i < j.size(); ++i) {
+        const json &e = j[i];
+        if (!e.is_number_integer())
+          fail(child(ptr, i), "attribute '" + spec.name + "' of " + who +
+                                  " must be int list, got element " + describeJson(e));
+        xs.push_back(expectInt(e, child(ptr, i), "element of attribute '" + spec.name + "'"));
+      }
+      return xs;
+    }
+    }
+    fail(ptr, wrongType());
+  }
+
+  void readNodes(const json &j) {
+    if (!j.is_array()) fail("/nodes", "\"nodes\" must be an array, got " + describeJson(j));
+    std::vector<std::string> opNames;
+    for (const OpInfo &r : allOps()) opNames.emplace_back(r.name);
+    for (size_t i = 0; i < j.size(); ++i) {
+      std::string ptr = child("/nodes", i);
+      const json &obj = j[i];
+      if (!obj.is_object()) fail(ptr, "node must be an object, got " + describeJson(obj));
+      const json *nj = find(obj, "name");
+      if (!nj) fail(ptr, "node has no \"name\"");
+      std::string name = nameOf(*nj, ptr + "/name", "node name");
+      checkKeys(obj, ptr, kNodeKeys, "key", quoteName(name));
+      defineName(name, ptr, ptr + "/name");
+
+      const json *oj = find(obj, "op");
+      if (!oj) fail(ptr, "node " + quoteName(name) + " has no \"op\"");
+      std::string opName = expectString(*oj, ptr + "/op", "\"op\" of " + quoteName(name));
+      const OpInfo *info = lookupOp(opName);
+      if (!info)
+        fail(ptr + "/op", "unknown op " + quoteName(opName) + " in " + quoteName(name) +
+                              suggestion(opName, opNames));
+      std::string who = quoteName(name) + " (" + info->name + ")";
+
+      PendingNode p;
+      p.obj = &obj;
+      p.ptr = ptr;
+      p.info = info;
+      if (const json *ij = find(obj, "inputs")) {
+        if (!ij->is_array())
+          fail(ptr + "/inputs", "\"inputs\" of " + who + " must be an array of names, got " +
+                                    describeJson(*ij));
+        for (size_t k = 0; k < ij->size(); ++k)
+          p.operandNames.push_back(
+              expectString((*ij)[k], child(ptr + "/inputs", k), "operand of " + who));
+      }
+      int n = int(p.operandNames.size());
+      if (n < info->minArity || n > info->maxArity()) {
+        std::string expected = info->minArity == info->maxArity()
+                                   ? std::to_string(info->minArity)
+                                   : std::to_string(info->minArity) + " to " +
+                                         std::to_string(info->maxArity());
+        std::string names = info->operands.empty() ? "" : " (" + joinList(info->operands) + ")";
+        fail(find(obj, "inputs") ? ptr + "/inputs" : ptr,
+             "wrong arity in " + who + ": takes " + expected + " operand(s)" + names + ", got " +
+                 std::to_string(n));
+      }
+      if (const json *aj = find(obj, "attrs")) {
+        std::string ap = ptr + "/attrs";
+        if (!aj->is_object())
+          fail(ap, "\"attrs\" of " + who + " must be an object, got " + describeJson(*aj));
+        std::vector<std::string> attrNames;
+        for (const AttrSpec &s : info->attrs) attrNames.push_back(s.name);
+        for (auto it = aj->begin(); it != aj->end(); ++it) {
+          const AttrSpec *spec = info->findAttr(it.key());
+          if (!spec)
+            fail(child(ap, it.key()),
+                 "unknown attribute " + quoteName(it.key()) + " in " + who +
+                     suggestion(it.key(), attrNames) +
+                     (attrNames.empty() ? " (the op has no attributes)"
+                                        : " (allowed: " + joinList(attrNames) + ")"));
+          p.attrs[spec->name] = readAttr(it.value(), *spec, child(ap, it.key()), who);
+        }
+      }
+      for (const AttrSpec &s : info->attrs)
+        if (!s.defaultValue && !p.attrs.count(s.name))
+          fail(find(obj, "attrs") ? ptr + "/attrs" : ptr,
+               "missing required attribute '" + s.name + "' in " + who);
+      std::string dev = readDevice(obj, ptr, who);
+      bool backward = false;
+      if (const json *bj = find(obj, "backward")) {
+        if (!bj->is_boolean())
+          fail(ptr + "/backward", "\"backward\" of " + who + " must be a boolean, got " +
+                                      describeJson(*bj));
+        backward = bj->get<bool>();
+      }
+      std::string origin;
+      if (const json *oj2 = find(obj, "origin"))
+        origin = expectString(*oj2, ptr + "/origin", "\"origin\" of " + who);
+
+      p.node = g_->addOp(name, info->kind, {}, {}, TensorType{});
+      p.node->device = dev;
+      p.node->backward = backward;
+      p.node->origin = origin;
+      p.node->jsonPath = ptr;
+      pendingIndex_[name] = int(pending_.size());
+      pending_.push_back(std::move(p));
+    }
+  }
+
+  void resolveOperands() {
+    for (PendingNode &p : pending_) {
+      std::string who = p.node->describe();
+      for (size_t k = 0; k < p.operandNames.size(); ++k) {
+        const std::string &on = p.operandNames[k];
+        Node *in = g_->find(on);
+        if (!in)
+          fail(child(p.ptr + "/inputs", k), "unknown value " + quoteName(on) + " in " + who +
+                                                suggestion(on, allNames()));
+        p.node->inputs.push_back(in);
+        auto it = pendingIndex_.find(on);
+        p.operandNodes.push_back(it == pendingIndex_.end() ? -1 : it->second);
+      }
+    }
+  }
+
+  std::vector<std::string> allNames() const {
+    std::vector<std::string> names;
+    for (const auto &n : g_->nodes()) names.push_back(n->name);
+    return names;
+  }
+
+  /// Kahn's algorithm over the op nodes, ties broken by array index.
+  std::vector<int> topoOrder() const {
+    size_t n = pending_.size();
+    std::vector<int> missing(n, 0);
+    std::vector<std::vector<int>> users(n);
+    for (size_t i = 0; i < n; ++i) {
+      std::set<int> distinct;
+      for (int d : pending_[i].operandNodes)
+        if (d >= 0) distinct.insert(d);
+      missing[i] = int(distinct.size());
+      for (int d : distinct) users[size_t(d)].push_back(int(i));
+    }
+    std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+    for (size_t i = 0; i < n; ++i)
+      if (missing[i] == 0) ready.push(int(i));
+    std::vector<int> order;
+    while (!ready.empty()) {
+      int i = ready.top();
+      ready.pop();
+      order.push_back(i);
+      for (int u : users[size_t(i)])
+        if (--missing[size_t(u)] == 0) ready.push(u);
+    }
+    if (order.size() != n) reportCycle(missing);
+    return order;
+  }
+
+  /// Every node left with missing operands has one such operand that is also
+  /// left, so walking those operands from any of them must close a cycle.
+  [[noreturn]] void reportCycle(const std::vector<int> &missing) const {
+    int start = 0;
+    while (missing[size_t(start)] == 0) ++start;
+    std::vector<int> path;
+    std::map<int, size_t> seenAt;
+    int cur = start;
+    while (!seenAt.count(cur)) {
+      seenAt[cur] = path.size();
+      path.push_back(cur);
+      int next = -1;
+      for (int d : pending_[size_t(cur)].operandNodes)
+        if (d >= 0 && missing[size_t(d)] > 0) {
+          next = d;
+          break;
+        }
+      MPC_ASSERT(next >= 0, "cycle walk reached a node without a pending operand");
+      cur = next;
+    }
+    std::vector<int> cycle(path.begin() + long(seenAt[cur]), path.end());
+    // Start at the node that comes first in the file.
+    std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
+    const PendingNode &first = pending_[size_t(cycle.front())];
+    std::string chain;
+    for (size_t k = 0; k < cycle.size(); ++k) {
+      const std::string &a = pending_[size_t(cycle[k])].node->name;
+      const std::string &b = pending_[size_t(cycle[(k + 1) % cycle.size()])].node->name;
+      chain += (k ? ", " : "") + quoteName(a) + " uses " + quoteName(b);
+    }
+    fail(first.ptr, "cycle through " + first.node->describe() + ": " + chain);
+  }
+
+  void inferTypes(const std::vector<int> &order) {
+    for (int i : order) {
+      PendingNode &p = pending_[size_t(i)];
+      std::string who = p.node->describe();
+      try {
+        p.node->attrs = completeAttrs(*p.info, p.attrs);
+      } catch (const RuleError &e) {
+        fail(p.ptr + "/attrs", std::string(e.what()) + " in " + who);
+      }
+      TensorType t;
+      try {
+        t = inferNodeType(*p.info, p.node->inputs, p.node->attrs);
+      } catch (const RuleError &e) {
+        std::string msg = e.what();
+        const std::string prefix = "shape mismatch: ";
+        if (msg.rfind(prefix, 0) == 0) msg = msg.substr(prefix.size());
+        fail(p.ptr, "shape mismatch in " + who + ": " + msg);
+      }
+      if (!checkedNumElements(t.shape))
+        fail(p.ptr, "overflowing shape of " + who + ": result " + shapeStr(t.shape) +
+                        " has more than 2^40 elements");
+      p.node->type = t;
+    }
+  }
+
+  void readLoss(const json &j) {
+    std::string name = expectString(j, "/loss", "\"loss\"");
+    Node *n = g_->find(name);
+    if (!n) fail("/loss", "loss " + quoteName(name) + " not found" + suggestion(name, allNames()));
+    if (!(n->type.dtype == DType::F32 && n->type.shape.empty()))
+      fail("/loss", "loss " + n->describe() + " must be a scalar f32, got " + n->type.str());
+    g_->loss = name;
+  }
+
+  void readOutputs(const json &j) {
+    if (!j.is_array())
+      fail("/outputs", "\"outputs\" must be an array of names, got " + describeJson(j));
+    for (size_t i = 0; i < j.size(); ++i) {
+      std::string p = child("/outputs", i);
+      std::string name = expectString(j[i], p, "output");
+      if (!g_->find(name))
+        fail(p, "output " + quoteName(name) + " not found" + suggestion(name, allNames()));
+      if (std::find(g_->outputs.begin(), g_->outputs.end(), name) != g_->outputs.end())
+        fail(p, "duplicate output " + quoteName(name));
+      g_->outputs.push_back(name);
+    }
+  }
+
+  double optNumber(const json &args, const std::string &ptr, const std::string &key,
+                   double dflt, double lo, bool loOpen, double hi, bool hiOpen) const {
+    const json *j = find(args, key);
+    if (!j) return dflt;
+    std::string p = child(ptr, key);
+    if (!j->is_number())
+      fail(p, "bad optimizer: " + key + " must be a number, got " + describeJson(*j));
+    double v = j->get<double>();
+    bool ok = (loOpen ? v > lo : v >= lo) && (hiOpen ? v < hi : v <= hi);
+    if (!ok) {
+      std::string range = std::string(loOpen ? "(" : "[") + describeJson(json(lo)) + ", " +
+                          (std::isinf(hi) ? "inf" : describeJson(json(hi))) +
+                          (hiOpen ? ")" : "]");
+      fail(p, "bad optimizer: " + key + " must be in " + range + ", got " + describeJson(*j));
+    }
+    return v;
+  }
+
+  void readOptimizer(const json &j) {
+    const std::string ptr = "/optimizer";
+    const std::vector<std::string> kinds = {"sgd", "adam", "adamw"};
+    std::string kind;
+    const json *args = nullptr;
+    std::string ap = ptr;
+    if (j.is_string()) {
+      kind = j.get<std::string>();
+    } else if (j.is_object() && j.size() == 1) {
+      kind = j.begin().key();
+      args = &j.begin().value();
+      ap = child(ptr, kind);
+    } else {
+      fail(ptr, "bad optimizer " + describeJson(j) +
+                    "; expected {\"sgd\": {...}}, {\"adam\": {...}} or {\"adamw\": {...}}");
+    }
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end())
+      fail(ap, "bad optimizer: unknown optimizer " + quoteName(kind) + suggestion(kind, kinds) +
+                   " (expected sgd, adam or adamw)");
+    static const json empty = json::object();
+    const json &a = args ? *args : empty;
+    if (!a.is_object())
+      fail(ap, "bad optimizer: settings of " + kind + " must be an object, got " +
+                   describeJson(a));
+    const double inf = std::numeric_limits<double>::infinity();
+    OptimizerSpec o;
+    o.kind = kind;
+    if (kind == "sgd") {
+      checkKeys(a, ap, kSgdKeys, "setting of sgd");
+      o.lr = optNumber(a, ap, "lr", 0.01, 0, false, inf, false);
+      o.momentum = optNumber(a, ap, "momentum", 0.0, 0, false, inf, false);
+      o.dampening = optNumber(a, ap, "dampening", 0.0, -inf, false, inf, false);
+      o.weightDecay = optNumber(a, ap, "weight_decay", 0.0, 0, false, inf, false);
+      if (const json *n = find(a, "nesterov")) {
+        if (!n->is_boolean())
+          fail(ap + "/nesterov", "bad optimizer: nesterov must be a boolean, got " +
+                                     describeJson(*n));
+        o.nesterov = n->get<bool>();
+      }
+      if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
+        fail(ap + "/nesterov",
+             "bad optimizer: nesterov momentum requires a momentum and zero dampening");
+    } else {
+      checkKeys(a, ap, kAdamKeys, "setting of " + kind);
+      o.lr = optNumber(a, ap, "lr", 0.001, 0, false, inf, false);
+      o.beta1 = optNumber(a, ap, "beta1", 0.9, 0, false, 1, true);
+      o.beta2 = optNumber(a, ap, "beta2", 0.999, 0, false, 1, true);
+      o.eps = optNumber(a, ap, "eps", 1e-8, 0, false, inf, false);
+      o.weightDecay =
+          optNumber(a, ap, "weight_decay", kind == "adamw" ? 0.01 : 0.0, 0, false, inf, false);
+    }
+    g_->optimizer = o;
+  }
+
+  void readStages(const json &j) {
+    if (!j.is_array())
+      fail("/stages", "\"stages\" must be an array of stage names, got " + describeJson(j));
+    std::vector<std::string> names;
+    for (GraphStage s : allGraphStages()) names.emplace_back(graphStageName(s));
+    for (size_t i = 0; i < j.size(); ++i) {
+      std::string p = child("/stages", i);
+      std::string s = expectString(j[i], p, "stage");
+      auto st = parseGraphStage(s);
+      if (!st)
+        fail(p, "unknown stage " + quoteName(s) + suggestion(s, names) + " (known: " +
+                    joinList(names) + ")");
+      g_->stages |= *st;
+    }
+  }
+
+  void readGradients(const json &j) {
+    expectObject(j, "/gradients", "\"gradients\"");
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      std::string p = child("/gradients", it.key());
+      Node *param = g_->find(it.key());
+      if (!param || param->kind != NodeKind::Param)
+        fail(p, "gradient of unknown param " + quoteName(it.key()));
+      std::string grad = expectString(it.value(), p, "gradient of " + quoteName(it.key()));
+      if (!g_->find(grad))
+        fail(p, "gradient " + quoteName(grad) + " of " + param->describe() + " not found");
+      g_->gradients[it.key()] = grad;
+    }
+  }
+
+  const std::string &text_;
+  const std::string &file_;
+  std::unique_ptr<Graph> g_;
+  std::map<std::string, std::string> definedAt_;
+  std::vector<PendingNode> pending_;
+  std::map<std::string, int> pendingIndex_;
+};
+
+} // namespace
+
+std::unique_ptr<Graph> readModelJson(const std::string &text, const std::string &file) {
+  return ModelReader(text, file).read();
+}
+
+std::unique_ptr<Graph> readModelFile(const std::string &path) {
+  return readModelJson(readFileText(path), path);
+}
+
+} // namespace mpc::ir
