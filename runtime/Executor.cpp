@@ -1,0 +1,159 @@
+//===- runtime/Executor.cpp - runs a plan step by step ------------------===//
+//
+// Workers are started once and wait on a generation counter: step() bumps
+// it, every worker runs its device's list, the last one to finish wakes the
+// caller. A failing worker closes the transport before reporting, so peers
+// blocked in a recv for data that will never come wake up with
+// TransportClosed, and step() can never hang.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/Executor.h"
+
+#include "runtime/Channel.h"
+#include "support/Error.h"
+
+namespace mpc::runtime {
+
+Executor::Executor(plan::Plan plan, BackendFactory factory, std::unique_ptr<Transport> transport)
+    : plan_(std::move(plan)), transport_(std::move(transport)) {
+  if (!transport_) transport_ = std::make_unique<ChannelTransport>(plan_);
+  for (uint32_t d = 0; d < plan_.devices.size(); ++d) {
+    backends_.push_back(factory(plan_, d));
+    backends_.back()->load(plan_, d);
+  }
+  // Initial values: params, then states, in that order.
+  size_t k = 0;
+  for (const auto *list : {&plan_.params, &plan_.states})
+    for (const plan::TensorRef &t : *list) {
+      if (k >= plan_.initialValues.size()) break;
+      const std::vector<uint8_t> &bytes = plan_.initialValues[k++];
+      if (bytes.empty()) continue;
+      write(t, bytes.data(), bytes.size());
+    }
+  for (uint32_t d = 0; d < backends_.size(); ++d)
+    workers_.emplace_back([this, d] { workerLoop(d); });
+}
+
+Executor::~Executor() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    shutdown_ = true;
+  }
+  startCv_.notify_all();
+  for (std::thread &t : workers_) t.join();
+}
+
+void Executor::workerLoop(uint32_t device) {
+  uint64_t seen = 0;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      startCv_.wait(lock, [&] { return shutdown_ || generation_ != seen; });
+      if (shutdown_) return;
+      seen = generation_;
+    }
+    std::exception_ptr err;
+    try {
+      backends_[device]->runStep(*transport_);
+    } catch (const TransportClosed &) {
+      // Another device failed first; its error is the one reported.
+    } catch (...) {
+      err = std::current_exception();
+      transport_->close();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (err && !error_) error_ = err;
+      if (--pending_ == 0) doneCv_.notify_all();
+    }
+  }
+}
+
+void Executor::checkUsable() const {
+  if (failed_)
+    throw UserError("", "", "the run was stopped by an earlier error");
+}
+
+void Executor::step() {
+  checkUsable();
+  std::unique_lock<std::mutex> lock(mutex_);
+  pending_ = workers_.size();
+  ++generation_;
+  startCv_.notify_all();
+  doneCv_.wait(lock, [&] { return pending_ == 0; });
+  if (error_ || transport_->closed()) {
+    failed_ = true;
+    std::exception_ptr err = error_;
+    error_ = nullptr;
+    if (err) std::rethrow_exception(err);
+    throw InternalError("transport closed without an error");
+  }
+}
+
+Backend &Executor::backendOf(const plan::TensorRef &tensor) {
+  MPC_ASSERT(tensor.device < backends_.size(), "tensor '" + tensor.name + "' on bad device");
+  return *backends_[tensor.device];
+}
+
+void Executor::write(const plan::TensorRef &tensor, const void *src, size_t bytes) {
+  MPC_ASSERT(bytes == size_t(tensor.numElements()) * 4,
+             "size mismatch writing '" + tensor.name + "'");
+  backendOf(tensor).upload(tensor.buffer, src, bytes);
+}
+
+void Executor::read(const plan::TensorRef &tensor, void *dst, size_t bytes) {
+  MPC_ASSERT(bytes == size_t(tensor.numElements()) * 4,
+             "size mismatch reading '" + tensor.name + "'");
+  backendOf(tensor).download(tensor.buffer, dst, bytes);
+}
+
+std::vector<float> Executor::readFloats(const plan::TensorRef &tensor) {
+  std::vector<float> out(size_t(tensor.numElements()));
+  read(tensor, out.data(), out.size() * 4);
+  return out;
+}
+
+namespace {
+const plan::TensorRef *findIn(const std::vector<plan::TensorRef> &list, const std::string &name) {
+  for (const plan::TensorRef &t : list)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+} // namespace
+
+const plan::TensorRef *Executor::findInput(const std::string &name) const {
+  return findIn(plan_.inputs, name);
+}
+const plan::TensorRef *Executor::findOutput(const std::string &name) const {
+  return findIn(plan_.outputs, name);
+}
+const plan::TensorRef *Executor::findParam(const std::string &name) const {
+  return findIn(plan_.params, name);
+}
+
+float Executor::loss() {
+  MPC_ASSERT(plan_.hasLoss, "loss() on a plan without a loss");
+  float value = 0;
+  read(plan_.loss, &value, 4);
+  return value;
+}
+
+DeviceStats Executor::stats() const {
+  DeviceStats total;
+  for (const auto &b : backends_) {
+    DeviceStats s = b->stats();
+    total.instructions += s.instructions;
+    total.kernels += s.kernels;
+    total.bytesSent += s.bytesSent;
+    total.bytesReceived += s.bytesReceived;
+  }
+  return total;
+}
+
+uint64_t Executor::instructionsPerStep() const {
+  uint64_t n = 0;
+  for (const plan::DeviceProgram &d : plan_.devices) n += d.instrs.size();
+  return n;
+}
+
+} // namespace mpc::runtime

@@ -1,0 +1,200 @@
+//===- runtime/cpu/CpuDevice.cpp - a logical device on the host CPU -----===//
+//
+// Load checks everything it relies on (buffer bounds, operand counts, kernel
+// preconditions) and reports a UserError naming the device and instruction,
+// so a plan that passed plan::verifyPlan but asks something of a kernel it
+// cannot do is rejected before the first step, never during it.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/CpuDevice.h"
+
+#include "support/Error.h"
+
+#include <cblas.h>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
+
+namespace mpc::runtime::cpu {
+
+namespace {
+constexpr size_t kAlign = 64;
+
+/// BLAS runs single-threaded: the summation order of sgemm then depends only
+/// on the shapes, which keeps results bit-identical run after run, and the
+/// devices' worker threads already use the cores.
+void limitBlasThreads() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+} // namespace
+
+CpuDevice::~CpuDevice() { std::free(memory_); }
+
+void CpuDevice::fail(uint32_t instr, const std::string &message) const {
+  std::string where = "device " + deviceName_;
+  if (program_ && instr < program_->instrs.size()) {
+    const plan::Instr &in = program_->instrs[instr];
+    where += ", instruction " + std::to_string(instr);
+    if (in.kind == plan::InstrKind::Kernel) where += " (" + in.op;
+    else where += in.kind == plan::InstrKind::Send ? " (send" : " (recv";
+    if (!in.node.empty()) where += " '" + in.node + "'";
+    where += ")";
+  }
+  throw UserError("", where, message);
+}
+
+void CpuDevice::load(const plan::Plan &plan, uint32_t device) {
+  limitBlasThreads();
+  MPC_ASSERT(device < plan.devices.size(), "device index out of range");
+  program_ = &plan.devices[device];
+  deviceName_ = program_->device;
+  const plan::DeviceProgram &prog = *program_;
+  persistentBytes_ = prog.persistentBytes;
+  arenaBytes_ = prog.arenaBytes;
+
+  auto roundUp = [](uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; };
+  uint64_t total = roundUp(persistentBytes_) + roundUp(arenaBytes_);
+  if (total > (uint64_t(1) << 40))
+    fail(~0u, "memory of " + std::to_string(total) + " bytes is too large");
+  memory_ = static_cast<uint8_t *>(std::aligned_alloc(kAlign, std::max<uint64_t>(total, kAlign)));
+  if (!memory_) fail(~0u, "cannot allocate " + std::to_string(total) + " bytes");
+  std::memset(memory_, 0, std::max<uint64_t>(total, kAlign));
+  uint8_t *arena = memory_ + roundUp(persistentBytes_);
+
+  bufferPtr_.assign(prog.buffers.size(), nullptr);
+  bufferBytes_.assign(prog.buffers.size(), 0);
+  for (size_t b = 0; b < prog.buffers.size(); ++b) {
+    const plan::Buffer &buf = prog.buffers[b];
+    bool persistent = buf.region == plan::Region::Persistent;
+    uint64_t limit = persistent ? persistentBytes_ : arenaBytes_;
+    if (buf.bytes != uint64_t(buf.numElements()) * 4 || buf.offset > limit ||
+        buf.bytes > limit - buf.offset)
+      fail(~0u, "buffer '" + buf.name + "' [" + std::to_string(buf.offset) + ", +" +
+                    std::to_string(buf.bytes) + ") does not fit its region of " +
+                    std::to_string(limit) + " bytes");
+    bufferPtr_[b] = (persistent ? memory_ : arena) + buf.offset;
+    bufferBytes_[b] = buf.bytes;
+  }
+
+  const CpuKernelRegistry &registry = cpuKernels();
+  kernels_.clear();
+  steps_.clear();
+  kernels_.reserve(prog.instrs.size());
+  auto checkBuf = [&](uint32_t i, uint32_t id) {
+    if (id >= prog.buffers.size())
+      fail(i, "buffer id " + std::to_string(id) + " out of range");
+  };
+  for (uint32_t i = 0; i < prog.instrs.size(); ++i) {
+    const plan::Instr &in = prog.instrs[i];
+    Step s;
+    s.kind = in.kind;
+    s.instr = i;
+    switch (in.kind) {
+    case plan::InstrKind::Send:
+    case plan::InstrKind::Recv: {
+      uint32_t id = in.kind == plan::InstrKind::Send
+                        ? (in.inputs.empty() ? ~0u : in.inputs[0])
+                        : in.output;
+      checkBuf(i, id);
+      s.data = bufferPtr_[id];
+      s.bytes = bufferBytes_[id];
+      s.channel = in.channel;
+      break;
+    }
+    case plan::InstrKind::Kernel: {
+      const CpuKernel *kernel = registry.find(in.op);
+      if (!kernel) fail(i, missingKernelMessage(in.op, "cpu", registry.names()));
+      int n = int(in.inputs.size());
+      if (n < kernel->minInputs || n > kernel->maxInputs)
+        fail(i, "op '" + in.op + "' takes " + std::to_string(kernel->minInputs) +
+                    (kernel->maxInputs != kernel->minInputs
+                         ? " to " + std::to_string(kernel->maxInputs)
+                         : std::string()) +
+                    " operands, got " + std::to_string(n));
+      KernelInstance k;
+      k.run = kernel->run;
+      k.attrs = &in.attrs;
+      auto arg = [&](uint32_t id) {
+        checkBuf(i, id);
+        const plan::Buffer &buf = prog.buffers[id];
+        TensorArg t;
+        t.data = bufferPtr_[id];
+        t.dtype = buf.dtype;
+        t.shape = buf.shape;
+        t.numel = buf.numElements();
+        return t;
+      };
+      for (uint32_t id : in.inputs) k.in.push_back(arg(id));
+      k.out = arg(in.output);
+      if (kernel->prepare) {
+        try {
+          kernel->prepare(k);
+        } catch (const RuleError &e) {
+          fail(i, e.what());
+        }
+      }
+      s.kernel = kernels_.size();
+      kernels_.push_back(std::move(k));
+      break;
+    }
+    default:
+      fail(i, "unknown instruction kind " + std::to_string(int(in.kind)));
+    }
+    steps_.push_back(s);
+  }
+}
+
+void CpuDevice::upload(uint32_t buffer, const void *src, size_t bytes) {
+  MPC_ASSERT(buffer < bufferPtr_.size() && bytes == bufferBytes_[buffer],
+             "bad upload to buffer " + std::to_string(buffer));
+  std::memcpy(bufferPtr_[buffer], src, bytes);
+}
+
+void CpuDevice::download(uint32_t buffer, void *dst, size_t bytes) {
+  MPC_ASSERT(buffer < bufferPtr_.size() && bytes == bufferBytes_[buffer],
+             "bad download from buffer " + std::to_string(buffer));
+  std::memcpy(dst, bufferPtr_[buffer], bytes);
+}
+
+void *CpuDevice::bufferData(uint32_t id) const {
+  MPC_ASSERT(id < bufferPtr_.size(), "buffer id out of range");
+  return bufferPtr_[id];
+}
+
+void CpuDevice::runStep(Transport &transport) {
+  for (const Step &s : steps_) {
+    switch (s.kind) {
+    case plan::InstrKind::Kernel: {
+      const KernelInstance &k = kernels_[s.kernel];
+      try {
+        k.run(k);
+      } catch (const RuleError &e) {
+        fail(s.instr, e.what());
+      }
+      ++stats_.kernels;
+      break;
+    }
+    case plan::InstrKind::Send:
+      transport.send(s.channel, s.data, s.bytes);
+      stats_.bytesSent += s.bytes;
+      break;
+    case plan::InstrKind::Recv:
+      transport.recv(s.channel, s.data, s.bytes);
+      stats_.bytesReceived += s.bytes;
+      break;
+    }
+  }
+  stats_.instructions += steps_.size();
+}
+
+} // namespace mpc::runtime::cpu
+
+namespace mpc::runtime {
+BackendFactory cpuBackendFactory() {
+  return [](const plan::Plan &, uint32_t) -> std::unique_ptr<Backend> {
+    return std::make_unique<cpu::CpuDevice>();
+  };
+}
+} // namespace mpc::runtime

@@ -1,0 +1,59 @@
+//===- runtime/cpu/CpuDevice.h - a logical device on the host CPU -------===//
+//
+// The CPU backend: one aligned allocation per device holding its persistent
+// region (params, state, inputs, outputs) and its arena of temporaries at
+// the offsets the memory planner chose. At load every instruction becomes a
+// compact step (a prepared kernel instance, or a send/recv with its address
+// and size); runStep walks them on the device's worker thread.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/Backend.h"
+#include "runtime/cpu/CpuKernel.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mpc::runtime::cpu {
+
+class CpuDevice : public Backend {
+public:
+  CpuDevice() = default;
+  ~CpuDevice() override;
+
+  std::string kind() const override { return "cpu"; }
+  void load(const plan::Plan &plan, uint32_t device) override;
+  void upload(uint32_t buffer, const void *src, size_t bytes) override;
+  void download(uint32_t buffer, void *dst, size_t bytes) override;
+  void runStep(Transport &transport) override;
+  DeviceStats stats() const override { return stats_; }
+
+  /// Address of buffer `id` in this device's memory (tests).
+  void *bufferData(uint32_t id) const;
+
+private:
+  struct Step {
+    plan::InstrKind kind;
+    uint32_t instr = 0;    ///< index in the device's list (diagnostics)
+    size_t kernel = 0;     ///< index in kernels_ (Kernel)
+    void *data = nullptr;  ///< Send/Recv buffer
+    size_t bytes = 0;
+    uint32_t channel = 0;
+  };
+
+  [[noreturn]] void fail(uint32_t instr, const std::string &message) const;
+
+  const plan::DeviceProgram *program_ = nullptr;
+  std::string deviceName_;
+  uint8_t *memory_ = nullptr; ///< persistent region, then the arena
+  uint64_t persistentBytes_ = 0, arenaBytes_ = 0;
+  std::vector<void *> bufferPtr_;
+  std::vector<uint64_t> bufferBytes_;
+  std::vector<KernelInstance> kernels_;
+  std::vector<Step> steps_;
+  DeviceStats stats_;
+};
+
+} // namespace mpc::runtime::cpu

@@ -1,0 +1,161 @@
+//===- runtime/cpu/kernels/Elementwise.cpp - pointwise CPU kernels ------===//
+//
+// add sub mul div (NumPy broadcasting over the output buffer's shape), the
+// unary activations, and the backward ops relu_grad and gelu_grad. Binary
+// kernels pick a loop at load: equal shapes and a scalar operand are flat
+// loops; anything else walks rows with per-operand broadcast strides.
+// Transcendentals are computed in double and rounded once, matching the
+// float64 reference to float32 precision.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/CpuKernel.h"
+#include "runtime/cpu/kernels/Loops.h"
+
+#include "support/Error.h"
+
+#include <cmath>
+
+namespace mpc::runtime::cpu {
+
+namespace {
+
+enum BinaryMode : int64_t { kSame = 0, kScalarB = 1, kScalarA = 2, kGeneral = 3 };
+
+void prepareBinary(KernelInstance &k) {
+  requireDType(k.in[0], plan::DType::F32, "operand 'a'");
+  requireDType(k.in[1], plan::DType::F32, "operand 'b'");
+  requireDType(k.out, plan::DType::F32, "the result");
+  k.strides = {broadcastStrides(k.in[0].shape, k.out.shape),
+               broadcastStrides(k.in[1].shape, k.out.shape)};
+  k.ints = {kGeneral};
+  if (k.in[0].numel == k.out.numel && k.in[1].numel == k.out.numel) k.ints[0] = kSame;
+  else if (k.in[0].numel == k.out.numel && k.in[1].numel == 1) k.ints[0] = kScalarB;
+  else if (k.in[1].numel == k.out.numel && k.in[0].numel == 1) k.ints[0] = kScalarA;
+}
+
+template <class F> void runBinary(const KernelInstance &k) {
+  F f;
+  const float *a = k.in[0].f(), *b = k.in[1].f();
+  float *o = k.out.f();
+  int64_t n = k.out.numel;
+  switch (k.ints[0]) {
+  case kSame:
+    for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
+    return;
+  case kScalarB: {
+    float s = b[0];
+    for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], s);
+    return;
+  }
+  case kScalarA: {
+    float s = a[0];
+    for (int64_t i = 0; i < n; ++i) o[i] = f(s, b[i]);
+    return;
+  }
+  default:
+    forEachRow<2>(k.out.shape, {&k.strides[0], &k.strides[1]},
+                  [&](int64_t out, const std::array<int64_t, 2> &off, int64_t len,
+                      const std::array<int64_t, 2> &st) {
+                    const float *pa = a + off[0], *pb = b + off[1];
+                    float *po = o + out;
+                    if (st[0] == 1 && st[1] == 1)
+                      for (int64_t j = 0; j < len; ++j) po[j] = f(pa[j], pb[j]);
+                    else if (st[0] == 1 && st[1] == 0)
+                      for (int64_t j = 0; j < len; ++j) po[j] = f(pa[j], pb[0]);
+                    else
+                      for (int64_t j = 0; j < len; ++j) po[j] = f(pa[j * st[0]], pb[j * st[1]]);
+                  });
+  }
+}
+
+struct AddF { float operator()(float a, float b) const { return a + b; } };
+struct SubF { float operator()(float a, float b) const { return a - b; } };
+struct MulF { float operator()(float a, float b) const { return a * b; } };
+struct DivF { float operator()(float a, float b) const { return a / b; } };
+
+void prepareUnary(KernelInstance &k) {
+  requireDType(k.in[0], plan::DType::F32, "operand 'x'");
+  requireDType(k.out, plan::DType::F32, "the result");
+  requireSameShape(k.in[0], k.out, "operand and result");
+}
+
+template <class F> void runUnary(const KernelInstance &k) {
+  F f;
+  const float *x = k.in[0].f();
+  float *o = k.out.f();
+  int64_t n = k.out.numel;
+  for (int64_t i = 0; i < n; ++i) o[i] = f(x[i]);
+}
+
+struct NegF { float operator()(float x) const { return -x; } };
+struct ReluF { float operator()(float x) const { return x > 0 ? x : 0.0f; } };
+struct SigmoidF {
+  float operator()(float x) const { return float(1.0 / (1.0 + std::exp(-double(x)))); }
+};
+struct TanhF { float operator()(float x) const { return float(std::tanh(double(x))); } };
+struct ExpF { float operator()(float x) const { return float(std::exp(double(x))); } };
+struct LogF { float operator()(float x) const { return float(std::log(double(x))); } };
+struct GeluF {
+  float operator()(float x) const {
+    double d = x;
+    return float(0.5 * d * (1.0 + std::erf(d / std::sqrt(2.0))));
+  }
+};
+
+void prepareScale(KernelInstance &k) {
+  prepareUnary(k);
+  k.scalar = attrFloat(k, "value", 1.0);
+}
+
+void runScale(const KernelInstance &k) {
+  const float *x = k.in[0].f();
+  float *o = k.out.f();
+  float v = float(k.scalar);
+  for (int64_t i = 0; i < k.out.numel; ++i) o[i] = v * x[i];
+}
+
+void prepareBackward(KernelInstance &k) {
+  requireDType(k.in[0], plan::DType::F32, "operand 'x'");
+  requireDType(k.in[1], plan::DType::F32, "operand 'dy'");
+  requireSameShape(k.in[0], k.in[1], "operands 'x' and 'dy'");
+  requireSameShape(k.in[0], k.out, "operand and result");
+}
+
+void runReluGrad(const KernelInstance &k) {
+  const float *x = k.in[0].f(), *dy = k.in[1].f();
+  float *o = k.out.f();
+  for (int64_t i = 0; i < k.out.numel; ++i) o[i] = x[i] > 0 ? dy[i] : 0.0f;
+}
+
+void runGeluGrad(const KernelInstance &k) {
+  constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+  const float *x = k.in[0].f(), *dy = k.in[1].f();
+  float *o = k.out.f();
+  for (int64_t i = 0; i < k.out.numel; ++i) {
+    double d = x[i];
+    double deriv = 0.5 * (1.0 + std::erf(d / std::sqrt(2.0))) +
+                   d * kInvSqrt2Pi * std::exp(-0.5 * d * d);
+    o[i] = float(double(dy[i]) * deriv);
+  }
+}
+
+} // namespace
+
+void addElementwiseKernels(CpuKernelRegistry &r) {
+  r.add("add", {prepareBinary, runBinary<AddF>, 2, 2});
+  r.add("sub", {prepareBinary, runBinary<SubF>, 2, 2});
+  r.add("mul", {prepareBinary, runBinary<MulF>, 2, 2});
+  r.add("div", {prepareBinary, runBinary<DivF>, 2, 2});
+  r.add("neg", {prepareUnary, runUnary<NegF>, 1, 1});
+  r.add("scale", {prepareScale, runScale, 1, 1});
+  r.add("relu", {prepareUnary, runUnary<ReluF>, 1, 1});
+  r.add("sigmoid", {prepareUnary, runUnary<SigmoidF>, 1, 1});
+  r.add("tanh", {prepareUnary, runUnary<TanhF>, 1, 1});
+  r.add("gelu", {prepareUnary, runUnary<GeluF>, 1, 1});
+  r.add("exp", {prepareUnary, runUnary<ExpF>, 1, 1});
+  r.add("log", {prepareUnary, runUnary<LogF>, 1, 1});
+  r.add("relu_grad", {prepareBackward, runReluGrad, 2, 2});
+  r.add("gelu_grad", {prepareBackward, runGeluGrad, 2, 2});
+}
+
+} // namespace mpc::runtime::cpu

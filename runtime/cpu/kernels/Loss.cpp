@@ -1,0 +1,111 @@
+//===- runtime/cpu/kernels/Loss.cpp - mse_loss, softmax_cross_entropy ---===//
+//
+// Losses are means (torch's default reduction) accumulated in double. The
+// cross-entropy kernels check every label against [0, C) each step and
+// throw; the device turns that into a UserError naming the instruction and
+// the executor stops every device.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/CpuKernel.h"
+
+#include "support/Error.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mpc::runtime::cpu {
+
+namespace {
+
+void prepareMse(KernelInstance &k) {
+  requireDType(k.in[0], plan::DType::F32, "operand 'pred'");
+  requireDType(k.in[1], plan::DType::F32, "operand 'target'");
+  requireSameShape(k.in[0], k.in[1], "operands 'pred' and 'target'");
+  requireDType(k.out, plan::DType::F32, "the result");
+  if (k.out.numel != 1) throw RuleError("result must be a scalar, got " + shapeStr(k.out.shape));
+}
+
+void runMse(const KernelInstance &k) {
+  const float *p = k.in[0].f(), *t = k.in[1].f();
+  double s = 0;
+  for (int64_t i = 0; i < k.in[0].numel; ++i) {
+    double d = double(p[i]) - double(t[i]);
+    s += d * d;
+  }
+  k.out.f()[0] = float(s / double(k.in[0].numel));
+}
+
+// outer = rows N, axis = classes C.
+void prepareCrossEntropy(KernelInstance &k, bool grad) {
+  const TensorArg &logits = k.in[0], &labels = k.in[1];
+  requireDType(logits, plan::DType::F32, "operand 'logits'");
+  requireDType(labels, plan::DType::I32, "operand 'labels'");
+  if (logits.rank() != 2 || labels.rank() != 1 || logits.shape[0] != labels.shape[0] ||
+      logits.shape[1] < 1)
+    throw RuleError("shape mismatch: " + shapeStr(logits.shape) + " x " +
+                    shapeStr(labels.shape) + " (expected logits f32[N,C] and labels i32[N])");
+  requireDType(k.out, plan::DType::F32, "the result");
+  if (grad) {
+    requireDType(k.in[2], plan::DType::F32, "operand 'dy'");
+    if (k.in[2].numel != 1) throw RuleError("operand 'dy' must be a scalar");
+    requireSameShape(logits, k.out, "logits and result");
+  } else if (k.out.numel != 1) {
+    throw RuleError("result must be a scalar, got " + shapeStr(k.out.shape));
+  }
+  k.outer = logits.shape[0];
+  k.axis = logits.shape[1];
+}
+
+int64_t checkedLabel(const KernelInstance &k, int64_t row) {
+  int32_t v = k.in[1].i()[row];
+  if (v < 0 || v >= k.axis)
+    throw RuleError("label " + std::to_string(v) + " out of range [0, " +
+                    std::to_string(k.axis) + ") at row " + std::to_string(row));
+  return v;
+}
+
+/// log-sum-exp of one row, in double.
+double logSumExp(const float *x, int64_t c) {
+  double mx = *std::max_element(x, x + c);
+  double sum = 0;
+  for (int64_t j = 0; j < c; ++j) sum += std::exp(double(x[j]) - mx);
+  return mx + std::log(sum);
+}
+
+void runCrossEntropy(const KernelInstance &k) {
+  const float *x = k.in[0].f();
+  int64_t c = k.axis;
+  double s = 0;
+  for (int64_t n = 0; n < k.outer; ++n) {
+    int64_t label = checkedLabel(k, n);
+    const float *row = x + n * c;
+    s -= double(row[label]) - logSumExp(row, c);
+  }
+  k.out.f()[0] = float(s / double(k.outer));
+}
+
+void runCrossEntropyGrad(const KernelInstance &k) {
+  const float *x = k.in[0].f();
+  float *o = k.out.f();
+  int64_t c = k.axis;
+  double g = double(k.in[2].f()[0]) / double(k.outer);
+  for (int64_t n = 0; n < k.outer; ++n) {
+    int64_t label = checkedLabel(k, n);
+    const float *row = x + n * c;
+    double lse = logSumExp(row, c);
+    for (int64_t j = 0; j < c; ++j)
+      o[n * c + j] = float(g * (std::exp(double(row[j]) - lse) - (j == label ? 1.0 : 0.0)));
+  }
+}
+
+} // namespace
+
+void addLossKernels(CpuKernelRegistry &r) {
+  r.add("mse_loss", {prepareMse, runMse, 2, 2});
+  r.add("softmax_cross_entropy",
+        {[](KernelInstance &k) { prepareCrossEntropy(k, false); }, runCrossEntropy, 2, 2});
+  r.add("softmax_cross_entropy_grad",
+        {[](KernelInstance &k) { prepareCrossEntropy(k, true); }, runCrossEntropyGrad, 3, 3});
+}
+
+} // namespace mpc::runtime::cpu

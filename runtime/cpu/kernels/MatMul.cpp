@@ -1,0 +1,60 @@
+//===- runtime/cpu/kernels/MatMul.cpp - matmul through cblas_sgemm ------===//
+//
+// op(a) x op(b) for rank-2 f32 buffers, with the transposes passed to BLAS
+// rather than materialised. OpenBLAS runs with one thread (set when a CPU
+// device loads), so the blocking and summation order depend on the shapes
+// only and results are bit-identical run after run.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/CpuKernel.h"
+
+#include "support/Error.h"
+
+#include <algorithm>
+#include <cblas.h>
+#include <cstring>
+
+namespace mpc::runtime::cpu {
+
+namespace {
+
+// ints: m, n, k, lda, ldb, transA, transB
+void prepareMatMul(KernelInstance &k) {
+  const TensorArg &a = k.in[0], &b = k.in[1];
+  requireDType(a, plan::DType::F32, "operand 'a'");
+  requireDType(b, plan::DType::F32, "operand 'b'");
+  requireDType(k.out, plan::DType::F32, "the result");
+  if (a.rank() != 2 || b.rank() != 2 || k.out.rank() != 2)
+    throw RuleError("matmul needs rank-2 buffers: " + shapeStr(a.shape) + " x " +
+                    shapeStr(b.shape) + " -> " + shapeStr(k.out.shape));
+  bool ta = attrBool(k, "transpose_a", false), tb = attrBool(k, "transpose_b", false);
+  int64_t m = ta ? a.shape[1] : a.shape[0], ka = ta ? a.shape[0] : a.shape[1];
+  int64_t kb = tb ? b.shape[1] : b.shape[0], n = tb ? b.shape[0] : b.shape[1];
+  if (ka != kb || k.out.shape[0] != m || k.out.shape[1] != n)
+    throw RuleError("shape mismatch: " + shapeStr(a.shape) + " x " + shapeStr(b.shape) +
+                    " -> " + shapeStr(k.out.shape));
+  const int64_t kMax = int64_t(1) << 31;
+  if (m >= kMax || n >= kMax || ka >= kMax)
+    throw RuleError("matmul dimensions too large for BLAS");
+  k.ints = {m, n, ka, std::max<int64_t>(1, a.shape[1]), std::max<int64_t>(1, b.shape[1]), ta,
+            tb};
+}
+
+void runMatMul(const KernelInstance &k) {
+  int64_t m = k.ints[0], n = k.ints[1], kk = k.ints[2];
+  if (m == 0 || n == 0) return;
+  if (kk == 0) {
+    std::memset(k.out.data, 0, size_t(m * n) * 4);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, k.ints[5] ? CblasTrans : CblasNoTrans,
+              k.ints[6] ? CblasTrans : CblasNoTrans, int(m), int(n), int(kk), 1.0f,
+              k.in[0].f(), int(k.ints[3]), k.in[1].f(), int(k.ints[4]), 0.0f, k.out.f(),
+              int(std::max<int64_t>(1, n)));
+}
+
+} // namespace
+
+void addMatMulKernels(CpuKernelRegistry &r) { r.add("matmul", {prepareMatMul, runMatMul, 2, 2}); }
+
+} // namespace mpc::runtime::cpu

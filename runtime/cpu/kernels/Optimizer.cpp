@@ -1,0 +1,130 @@
+//===- runtime/cpu/kernels/Optimizer.cpp - sgd_update, adam_update ------===//
+//
+// In-place parameter updates with torch.optim semantics, exactly as the op
+// records define them (ir/ops/Optimizer.cpp): SGD with momentum, dampening,
+// weight decay and Nesterov (the first step, step == 0, seeds the momentum
+// buffer with the gradient); Adam and AdamW (decoupled) with bias
+// correction. The step counter is an f32[1] state tensor. Per-element
+// arithmetic runs in double and rounds once into the f32 state. The result
+// buffer receives the new parameter (skipped when it aliases the parameter).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/CpuKernel.h"
+
+#include "support/Error.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace mpc::runtime::cpu {
+
+namespace {
+
+void requireLike(const KernelInstance &k, size_t i, const char *name) {
+  requireDType(k.in[i], plan::DType::F32, std::string("operand '") + name + "'");
+  requireSameShape(k.in[0], k.in[i], std::string("parameter and '") + name + "'");
+}
+
+void requireStep(const KernelInstance &k, size_t i) {
+  requireDType(k.in[i], plan::DType::F32, "operand 'step'");
+  if (k.in[i].numel != 1) throw RuleError("operand 'step' must be f32[1], got " +
+                                          shapeStr(k.in[i].shape));
+}
+
+void finish(const KernelInstance &k) {
+  if (k.out.data != k.in[0].data)
+    std::memmove(k.out.data, k.in[0].data, size_t(k.out.numel) * 4);
+}
+
+// ints: hasState, nesterov; strides[0] unused. Hyper-parameters in `lr` etc.
+struct SgdHyper {
+  double lr, momentum, dampening, wd;
+  bool nesterov;
+};
+
+void prepareSgd(KernelInstance &k) {
+  requireDType(k.in[0], plan::DType::F32, "operand 'param'");
+  requireLike(k, 1, "grad");
+  requireSameShape(k.in[0], k.out, "parameter and result");
+  double momentum = attrFloat(k, "momentum", 0.0);
+  if (k.in.size() == 3) throw RuleError("sgd_update takes momentum_buf and step together");
+  if (momentum != 0.0 && k.in.size() != 4)
+    throw RuleError("sgd_update with momentum needs operands momentum_buf and step");
+  if (k.in.size() == 4) {
+    requireLike(k, 2, "momentum_buf");
+    requireStep(k, 3);
+  }
+  if (!hasAttr(k, "lr")) throw RuleError("attribute 'lr' is missing");
+  k.scratch = {attrFloat(k, "lr", 0.0), momentum, attrFloat(k, "dampening", 0.0),
+               attrFloat(k, "weight_decay", 0.0), attrBool(k, "nesterov", false) ? 1.0 : 0.0};
+}
+
+void runSgd(const KernelInstance &k) {
+  const std::vector<double> &h = k.scratch;
+  double lr = h[0], momentum = h[1], dampening = h[2], wd = h[3];
+  bool nesterov = h[4] != 0.0;
+  float *p = k.in[0].f();
+  const float *grad = k.in[1].f();
+  bool hasState = k.in.size() == 4;
+  float *buf = hasState ? k.in[2].f() : nullptr;
+  float *step = hasState ? k.in[3].f() : nullptr;
+  bool first = hasState && step[0] == 0.0f;
+  int64_t n = k.in[0].numel;
+  for (int64_t i = 0; i < n; ++i) {
+    double g = double(grad[i]) + wd * double(p[i]);
+    if (momentum != 0.0) {
+      double b = first ? g : momentum * double(buf[i]) + (1.0 - dampening) * g;
+      buf[i] = float(b);
+      g = nesterov ? g + momentum * double(buf[i]) : double(buf[i]);
+    }
+    p[i] = float(double(p[i]) - lr * g);
+  }
+  if (hasState) step[0] += 1.0f;
+  finish(k);
+}
+
+void prepareAdam(KernelInstance &k) {
+  requireDType(k.in[0], plan::DType::F32, "operand 'param'");
+  requireLike(k, 1, "grad");
+  requireLike(k, 2, "m");
+  requireLike(k, 3, "v");
+  requireStep(k, 4);
+  requireSameShape(k.in[0], k.out, "parameter and result");
+  if (!hasAttr(k, "lr")) throw RuleError("attribute 'lr' is missing");
+  k.scratch = {attrFloat(k, "lr", 0.0),    attrFloat(k, "beta1", 0.9),
+               attrFloat(k, "beta2", 0.999), attrFloat(k, "eps", 1e-8),
+               attrFloat(k, "weight_decay", 0.0), attrBool(k, "decoupled", false) ? 1.0 : 0.0};
+}
+
+void runAdam(const KernelInstance &k) {
+  const std::vector<double> &h = k.scratch;
+  double lr = h[0], b1 = h[1], b2 = h[2], eps = h[3], wd = h[4];
+  bool decoupled = h[5] != 0.0;
+  float *p = k.in[0].f(), *m = k.in[2].f(), *v = k.in[3].f(), *step = k.in[4].f();
+  const float *grad = k.in[1].f();
+  step[0] += 1.0f;
+  double t = step[0];
+  double bc1 = 1.0 - std::pow(b1, t), bc2 = 1.0 - std::pow(b2, t);
+  double stepSize = lr / bc1, bc2Sqrt = std::sqrt(bc2);
+  int64_t n = k.in[0].numel;
+  for (int64_t i = 0; i < n; ++i) {
+    double g = grad[i], pi = p[i];
+    if (decoupled) pi *= 1.0 - lr * wd;
+    else g += wd * pi;
+    double mi = b1 * double(m[i]) + (1.0 - b1) * g;
+    double vi = b2 * double(v[i]) + (1.0 - b2) * g * g;
+    m[i] = float(mi);
+    v[i] = float(vi);
+    p[i] = float(pi - stepSize * mi / (std::sqrt(vi) / bc2Sqrt + eps));
+  }
+  finish(k);
+}
+
+} // namespace
+
+void addOptimizerKernels(CpuKernelRegistry &r) {
+  r.add("sgd_update", {prepareSgd, runSgd, 2, 4});
+  r.add("adam_update", {prepareAdam, runAdam, 5, 5});
+}
+
+} // namespace mpc::runtime::cpu

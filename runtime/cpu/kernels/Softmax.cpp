@@ -1,0 +1,81 @@
+//===- runtime/cpu/kernels/Softmax.cpp - softmax, log_softmax, grad -----===//
+//
+// Along one axis of a buffer viewed as [outer, axis, inner]: each lane is
+// normalised stably (maximum subtracted first), with the exponential sum in
+// double like the reference kernel.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/CpuKernel.h"
+
+#include "support/Error.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mpc::runtime::cpu {
+
+namespace {
+
+void prepareLanes(KernelInstance &k, int operands) {
+  for (int i = 0; i < operands; ++i) {
+    requireDType(k.in[size_t(i)], plan::DType::F32, "operand " + std::to_string(i));
+    requireSameShape(k.in[size_t(i)], k.out, "operand and result");
+  }
+  requireDType(k.out, plan::DType::F32, "the result");
+  const std::vector<int64_t> &shape = k.out.shape;
+  int64_t rank = int64_t(shape.size());
+  int64_t axis = attrInt(k, "axis", -1);
+  int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank)
+    throw RuleError("axis " + std::to_string(axis) + " out of range for " + shapeStr(shape));
+  k.outer = k.axis = k.inner = 1;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (i < a) k.outer *= shape[size_t(i)];
+    else if (i == a) k.axis = shape[size_t(i)];
+    else k.inner *= shape[size_t(i)];
+  }
+}
+
+template <bool Log> void runSoftmax(const KernelInstance &k) {
+  const float *x = k.in[0].f();
+  float *o = k.out.f();
+  int64_t n = k.axis, st = k.inner;
+  for (int64_t b = 0; b < k.outer; ++b)
+    for (int64_t i = 0; i < k.inner; ++i) {
+      const float *px = x + b * n * st + i;
+      float *po = o + b * n * st + i;
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < n; ++j) mx = std::max(mx, double(px[j * st]));
+      double sum = 0;
+      for (int64_t j = 0; j < n; ++j) sum += std::exp(double(px[j * st]) - mx);
+      double logSum = std::log(sum);
+      for (int64_t j = 0; j < n; ++j) {
+        double z = double(px[j * st]) - mx;
+        po[j * st] = float(Log ? z - logSum : std::exp(z) / sum);
+      }
+    }
+}
+
+void runSoftmaxGrad(const KernelInstance &k) {
+  const float *y = k.in[0].f(), *dy = k.in[1].f();
+  float *o = k.out.f();
+  int64_t n = k.axis, st = k.inner;
+  for (int64_t b = 0; b < k.outer; ++b)
+    for (int64_t i = 0; i < k.inner; ++i) {
+      int64_t base = b * n * st + i;
+      double dot = 0;
+      for (int64_t j = 0; j < n; ++j) dot += double(dy[base + j * st]) * double(y[base + j * st]);
+      for (int64_t j = 0; j < n; ++j)
+        o[base + j * st] = float(double(y[base + j * st]) * (double(dy[base + j * st]) - dot));
+    }
+}
+
+} // namespace
+
+void addSoftmaxKernels(CpuKernelRegistry &r) {
+  r.add("softmax", {[](KernelInstance &k) { prepareLanes(k, 1); }, runSoftmax<false>, 1, 1});
+  r.add("log_softmax", {[](KernelInstance &k) { prepareLanes(k, 1); }, runSoftmax<true>, 1, 1});
+  r.add("softmax_grad", {[](KernelInstance &k) { prepareLanes(k, 2); }, runSoftmaxGrad, 2, 2});
+}
+
+} // namespace mpc::runtime::cpu
