@@ -1,0 +1,52 @@
+//===- codegen/Lower.cpp - training graph -> execution plan --------------===//
+//
+// The lowering, as a table of contents; each step lives in its own file
+// (codegen/LowerSteps.h). The input is a verified graph that is placed and has
+// explicit copies (a training graph also has gradients and optimizer
+// updates; a forward-only graph has neither). The output is a Plan that
+// plan::verifyPlan accepts: anything it rejects is a bug here.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/Lower.h"
+
+#include "codegen/LowerSteps.h"
+#include "runtime/plan/PlanIO.h"
+#include "support/Error.h"
+
+namespace mpc::codegen {
+
+plan::Plan lowerToPlan(const ir::Graph &graph, const LowerOptions &options) {
+  LoweringState st(graph);
+  st.plan.model = graph.name;
+  st.plan.seed = options.seed;
+
+  // 1. Preconditions; the devices, sorted (Values.cpp).
+  checkAndCollectDevices(st);
+  // 2. Execution order: topological, readers before in-place updates (Schedule.cpp).
+  orderNodes(st);
+  // 3. One buffer per value on its device; updates reuse their parameter's (Values.cpp).
+  createBuffers(st);
+  // 4. Per-device instruction lists: kernels, early sends, late receives (Schedule.cpp).
+  scheduleInstructions(st);
+  // 5. Memory: live ranges, then arena and persistent offsets (Liveness.cpp, MemoryPlan.cpp).
+  for (plan::DeviceProgram &program : st.plan.devices) {
+    planArena(program, computeLiveness(program));
+    planPersistent(program);
+  }
+  // 6. What the user sees: inputs, outputs, params, states, loss, optimizer (Values.cpp).
+  describeInterface(st);
+  describeOptimizer(st);
+  // 7. Initial values of params then states (Values.cpp).
+  computeInitialValues(st, options.seed);
+
+  // 8. The runtime's checks, run here too: a failure is a lowering bug.
+  std::vector<std::string> problems = plan::verifyPlan(st.plan);
+  if (!problems.empty()) {
+    std::string msg = "lowering produced an invalid plan:";
+    for (const std::string &p : problems) msg += "\n  " + p;
+    throw InternalError(msg);
+  }
+  return std::move(st.plan);
+}
+
+} // namespace mpc::codegen

@@ -1,0 +1,83 @@
+//===- codegen/LowerSteps.h - the steps of lowering, shared by its files -===//
+//
+// Lowering (Lower.cpp) is a sequence of steps, each in its own file:
+//   Values.cpp     devices and buffers for every value, the user-visible
+//                  tensor refs, the optimizer and the initial values;
+//   Schedule.cpp   each device's instruction list (kernels, sends early,
+//                  receives just before their first use);
+//   Liveness.cpp   when each arena buffer is live;
+//   MemoryPlan.cpp offsets in the arena (best fit, reuse after death) and in
+//                  the persistent region.
+// This header is internal to codegen/.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Graph.h"
+#include "runtime/plan/Plan.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mpc::codegen {
+
+/// Where a value lives once lowered.
+struct ValueSlot {
+  uint32_t device = 0; ///< index in Plan::devices
+  uint32_t buffer = 0; ///< buffer id on that device
+};
+
+/// State shared by the steps of one lowering.
+struct LoweringState {
+  const ir::Graph &graph;
+  std::vector<ir::Node *> topo;            ///< execution order (orderNodes)
+  std::map<std::string, uint32_t> devices; ///< "cpu:1" -> index in Plan::devices
+  std::map<const ir::Node *, ValueSlot> slots;
+  plan::Plan plan;
+
+  explicit LoweringState(const ir::Graph &g) : graph(g) {}
+  uint32_t deviceOf(const ir::Node *n) const { return devices.at(n->device); }
+};
+
+/// "/nodes/3" when the node came from the model file, else "'h1.grad'".
+std::string nodeWhere(const ir::Node *n);
+
+// Values.cpp
+/// Throws UserError unless every node sits on a concrete device and crosses
+/// devices only through `copy`; fills `topo` and `devices`.
+void checkAndCollectDevices(LoweringState &st);
+void createBuffers(LoweringState &st);
+void describeInterface(LoweringState &st);
+void describeOptimizer(LoweringState &st);
+void computeInitialValues(LoweringState &st, uint64_t seed);
+
+// Schedule.cpp
+/// Execution order of all nodes: topological, creation index breaking ties,
+/// with every reader of a value that an optimizer updates in place ordered
+/// before the update. Replaces `topo`.
+void orderNodes(LoweringState &st);
+void scheduleInstructions(LoweringState &st);
+
+// Liveness.cpp
+/// An arena buffer is live from the first instruction that touches it (its
+/// definition) to the last one (its last use), both inclusive.
+struct LiveInterval {
+  uint32_t buffer = 0;
+  size_t begin = 0, end = 0;
+};
+/// Intervals of the arena buffers the program touches, in buffer id order.
+std::vector<LiveInterval> computeLiveness(const plan::DeviceProgram &program);
+inline bool overlapInTime(const LiveInterval &a, const LiveInterval &b) {
+  return a.begin <= b.end && b.begin <= a.end;
+}
+
+// MemoryPlan.cpp
+/// Assigns arena offsets (size-ordered, best fit among the gaps left by the
+/// buffers live at the same time, 64-byte aligned); sets arenaBytes and
+/// noReuseBytes.
+void planArena(plan::DeviceProgram &program, const std::vector<LiveInterval> &live);
+/// Lays out the persistent buffers one after another; sets persistentBytes.
+void planPersistent(plan::DeviceProgram &program);
+
+} // namespace mpc::codegen

@@ -1,0 +1,86 @@
+//===- codegen/MemoryPlan.cpp - arena and persistent offsets -------------===//
+//
+// Arena: the greedy-by-size assignment (as in TFLite's and MXNet's memory
+// planners). Buffers are taken largest first (ties: earlier definition, then
+// lower id); each goes into the smallest gap, between the buffers already
+// placed whose live ranges overlap its own, that can hold it (best fit), or
+// after the last of them when no gap is large enough. Every offset and every
+// spacing is a multiple of 64 bytes. Two buffers live at the same time never
+// share a byte; a buffer whose owner has died is reused. noReuseBytes is
+// what giving every buffer its own bytes would take.
+//
+// Persistent region: params, state, inputs, outputs and the loss keep their
+// bytes for the whole run, laid out in buffer id order.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/LowerSteps.h"
+
+#include "runtime/plan/PlanFormat.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace mpc::codegen {
+
+void planArena(plan::DeviceProgram &program, const std::vector<LiveInterval> &live) {
+  using plan::alignUp;
+  std::vector<const LiveInterval *> order;
+  uint64_t noReuse = 0;
+  for (const LiveInterval &l : live) {
+    order.push_back(&l);
+    noReuse += alignUp(program.buffers[l.buffer].bytes);
+  }
+  auto size = [&](const LiveInterval *l) { return alignUp(program.buffers[l->buffer].bytes); };
+  std::stable_sort(order.begin(), order.end(), [&](const LiveInterval *a, const LiveInterval *b) {
+    if (size(a) != size(b)) return size(a) > size(b);
+    if (a->begin != b->begin) return a->begin < b->begin;
+    return a->buffer < b->buffer;
+  });
+
+  std::vector<const LiveInterval *> placed;
+  uint64_t arenaBytes = 0;
+  for (const LiveInterval *l : order) {
+    plan::Buffer &b = program.buffers[l->buffer];
+    uint64_t need = size(l);
+    if (need == 0) {
+      b.offset = 0;
+      continue;
+    }
+    // The buffers this one must not touch, by offset.
+    std::vector<const plan::Buffer *> conflicts;
+    for (const LiveInterval *p : placed)
+      if (overlapInTime(*p, *l)) conflicts.push_back(&program.buffers[p->buffer]);
+    std::sort(conflicts.begin(), conflicts.end(), [](const plan::Buffer *x, const plan::Buffer *y) {
+      return x->offset != y->offset ? x->offset < y->offset : x->id < y->id;
+    });
+    std::optional<uint64_t> best;
+    uint64_t bestGap = 0, cursor = 0;
+    for (const plan::Buffer *c : conflicts) {
+      if (c->offset >= cursor + need) {
+        uint64_t gap = c->offset - cursor;
+        if (!best || gap < bestGap) {
+          best = cursor;
+          bestGap = gap;
+        }
+      }
+      cursor = std::max(cursor, c->offset + alignUp(c->bytes));
+    }
+    b.offset = best ? *best : cursor;
+    arenaBytes = std::max(arenaBytes, b.offset + need);
+    placed.push_back(l);
+  }
+  program.arenaBytes = arenaBytes;
+  program.noReuseBytes = noReuse;
+}
+
+void planPersistent(plan::DeviceProgram &program) {
+  uint64_t offset = 0;
+  for (plan::Buffer &b : program.buffers) {
+    if (b.region != plan::Region::Persistent) continue;
+    b.offset = offset;
+    offset += plan::alignUp(b.bytes);
+  }
+  program.persistentBytes = offset;
+}
+
+} // namespace mpc::codegen

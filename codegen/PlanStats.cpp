@@ -1,0 +1,72 @@
+//===- codegen/PlanStats.cpp - `mpc compile --stats` ---------------------===//
+//
+// A summary of a lowered plan: per device, the instruction mix, the peak
+// arena bytes next to what a plan without reuse would need, and the
+// persistent bytes; then the transfers (count and bytes per device pair).
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/Lower.h"
+
+#include <cstdio>
+#include <map>
+
+namespace mpc::codegen {
+
+namespace {
+
+std::string bytesText(uint64_t bytes) {
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  char buf[64];
+  double v = double(bytes) / 1024;
+  const char *unit = "KiB";
+  if (v >= 1024) {
+    v /= 1024;
+    unit = "MiB";
+  }
+  if (v >= 1024) {
+    v /= 1024;
+    unit = "GiB";
+  }
+  std::snprintf(buf, sizeof buf, "%.1f %s", v, unit);
+  return buf;
+}
+
+} // namespace
+
+void printPlanStats(const plan::Plan &plan, std::ostream &os) {
+  size_t total = 0;
+  for (const plan::DeviceProgram &d : plan.devices) total += d.instrs.size();
+  os << "plan " << plan.model << ": " << plan.devices.size() << " device"
+     << (plan.devices.size() == 1 ? "" : "s") << ", " << total << " instructions\n";
+  std::map<std::pair<std::string, std::string>, std::pair<size_t, uint64_t>> transfers;
+  for (const plan::DeviceProgram &d : plan.devices) {
+    size_t kernels = 0, sends = 0, recvs = 0;
+    for (const plan::Instr &in : d.instrs) {
+      switch (in.kind) {
+      case plan::InstrKind::Kernel: ++kernels; break;
+      case plan::InstrKind::Send: {
+        ++sends;
+        auto &t = transfers[{d.device, plan.devices.at(in.peer).device}];
+        ++t.first;
+        t.second += d.buffers.at(in.inputs.at(0)).bytes;
+        break;
+      }
+      case plan::InstrKind::Recv: ++recvs; break;
+      }
+    }
+    char saved[32] = "0%";
+    if (d.noReuseBytes > 0)
+      std::snprintf(saved, sizeof saved, "%.0f%%",
+                    100.0 * double(d.noReuseBytes - std::min(d.noReuseBytes, d.arenaBytes)) /
+                        double(d.noReuseBytes));
+    os << "device " << d.device << ": " << d.instrs.size() << " instructions (" << kernels
+       << " kernels, " << sends << " sends, " << recvs << " recvs), arena peak "
+       << bytesText(d.arenaBytes) << " (no reuse " << bytesText(d.noReuseBytes) << ", saved "
+       << saved << "), persistent " << bytesText(d.persistentBytes) << "\n";
+  }
+  for (const auto &[pair, t] : transfers)
+    os << "transfer " << pair.first << " -> " << pair.second << ": " << t.first << " per step, "
+       << bytesText(t.second) << "\n";
+}
+
+} // namespace mpc::codegen

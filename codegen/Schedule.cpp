@@ -1,0 +1,181 @@
+//===- codegen/Schedule.cpp - each device's instruction list -------------===//
+//
+// Every op node becomes one instruction on its device: a kernel call named by
+// the op, with the node's attributes; a cross-device `copy` becomes a Send on
+// the source device and a Recv on the destination, joined by a channel id
+// (numbered 0, 1, ... in topological order of the copies, so unique per plan
+// and deterministic).
+//
+// Execution order of the nodes: the graph's topological order (ties broken by
+// creation index) with one more kind of edge. An optimizer update overwrites
+// its parameter and state in place, so every other reader of those values
+// (the forward matmul, the backward matmul that propagates the gradient, the
+// send of the parameter to another device) must run before the update:
+// each such reader gets an edge to the update.
+//
+// Order. Each instruction gets a key in one global order derived from that
+// execution order:
+//   * a kernel sits at its node's position;
+//   * a send sits right after the instruction producing its buffer (or at
+//     the leaf's position for an input or param), so data leaves as soon as
+//     it is ready;
+//   * a receive sits just before the first instruction that uses it, so the
+//     device computes other work while the data is in flight (when the value
+//     is forwarded by another copy, or has no user, it stays at its position).
+// Each device runs the instructions of the global order that are its own.
+//
+// Why this cannot deadlock. Sends never block (channels are unbounded) and a
+// receive waits only for its send. Every dependency points forward in the
+// global order: a kernel's operands are produced or received before it, a
+// send follows its producer, and a receive follows its send (the copy comes
+// after its source in topological order). Take, at any moment, the earliest
+// unfinished instruction in the global order: everything before it on its
+// device is done, and if it is a receive, its send (earlier) is done too; so
+// it can run, and every step makes progress until all devices finish.
+// plan::verifyPlan re-checks this by simulation on every plan it reads.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/LowerSteps.h"
+
+#include "support/Error.h"
+
+#include <algorithm>
+#include <functional>
+#include <queue>
+#include <tuple>
+
+namespace mpc::codegen {
+
+namespace {
+
+enum Phase : int { kBeforeUse = 0, kAtPosition = 1, kAfterProducer = 2 };
+
+struct Item {
+  uint32_t device;
+  std::tuple<size_t, int, size_t> key; ///< (position, phase, tie-break)
+  plan::Instr instr;
+};
+
+plan::AttrMap convertAttrs(const ir::AttrMap &attrs) {
+  plan::AttrMap out;
+  for (const auto &[name, value] : attrs)
+    out[name] = std::visit([](const auto &v) { return plan::AttrValue(v); }, value);
+  return out;
+}
+
+bool updatesInPlace(const ir::Node *n) { return n->isOp() && n->info().has(ir::kOptimizer); }
+
+} // namespace
+
+void orderNodes(LoweringState &st) {
+  const auto &nodes = st.graph.nodes();
+  std::map<const ir::Node *, size_t> index;
+  for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i].get()] = i;
+  std::vector<std::vector<size_t>> succ(nodes.size());
+  std::vector<std::vector<const ir::Node *>> users(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    std::vector<const ir::Node *> ins(nodes[i]->inputs.begin(), nodes[i]->inputs.end());
+    std::sort(ins.begin(), ins.end(), [&](auto *a, auto *b) { return index.at(a) < index.at(b); });
+    ins.erase(std::unique(ins.begin(), ins.end()), ins.end());
+    for (const ir::Node *in : ins) {
+      succ[index.at(in)].push_back(i);
+      users[index.at(in)].push_back(nodes[i].get());
+    }
+  }
+  for (size_t u = 0; u < nodes.size(); ++u) {
+    const ir::Node *update = nodes[u].get();
+    if (!updatesInPlace(update)) continue;
+    for (int k : update->info().mutatedOperands) {
+      if (k >= int(update->inputs.size())) continue;
+      for (const ir::Node *reader : users[index.at(update->inputs[size_t(k)])])
+        if (reader != update && !updatesInPlace(reader)) succ[index.at(reader)].push_back(u);
+    }
+  }
+  std::vector<int> pending(nodes.size(), 0);
+  for (const auto &s : succ)
+    for (size_t v : s) ++pending[v];
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> ready;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (pending[i] == 0) ready.push(i);
+  st.topo.clear();
+  while (!ready.empty()) {
+    size_t i = ready.top();
+    ready.pop();
+    st.topo.push_back(nodes[i].get());
+    for (size_t v : succ[i])
+      if (--pending[v] == 0) ready.push(v);
+  }
+  if (st.topo.size() != nodes.size()) {
+    for (size_t i = 0; i < nodes.size(); ++i)
+      if (pending[i] > 0 && updatesInPlace(nodes[i].get()))
+        throw InternalError("cannot update " + nodes[i]->describe() +
+                            " in place: a reader of the old value depends on the new one");
+    throw InternalError("cycle in the graph while ordering it for lowering");
+  }
+}
+
+void scheduleInstructions(LoweringState &st) {
+  const ir::Graph &g = st.graph;
+  std::map<const ir::Node *, size_t> pos;
+  for (size_t i = 0; i < st.topo.size(); ++i) pos[st.topo[i]] = i;
+
+  std::vector<Item> items;
+  uint32_t nextChannel = 0;
+  for (size_t p = 0; p < st.topo.size(); ++p) {
+    const ir::Node *n = st.topo[p];
+    if (!n->isOp()) continue;
+    const ValueSlot &out = st.slots.at(n);
+    bool transfer = n->isOp(ir::OpKind::Copy) && n->inputs.size() == 1 &&
+                    st.deviceOf(n->inputs[0]) != out.device;
+    if (!transfer) {
+      plan::Instr in;
+      in.kind = plan::InstrKind::Kernel;
+      in.op = n->info().name;
+      in.attrs = convertAttrs(n->attrs);
+      for (const ir::Node *operand : n->inputs) {
+        const ValueSlot &s = st.slots.at(operand);
+        MPC_ASSERT(s.device == out.device, "operand of '" + n->name + "' on another device");
+        in.inputs.push_back(s.buffer);
+      }
+      in.output = out.buffer;
+      in.node = n->name;
+      items.push_back({out.device, {p, kAtPosition, p}, std::move(in)});
+      continue;
+    }
+
+    const ir::Node *src = n->inputs[0];
+    const ValueSlot &from = st.slots.at(src);
+    uint32_t channel = nextChannel++;
+
+    plan::Instr send;
+    send.kind = plan::InstrKind::Send;
+    send.inputs = {from.buffer};
+    send.peer = out.device;
+    send.channel = channel;
+    send.node = n->name;
+    items.push_back({from.device, {pos.at(src), kAfterProducer, p}, std::move(send)});
+
+    plan::Instr recv;
+    recv.kind = plan::InstrKind::Recv;
+    recv.output = out.buffer;
+    recv.peer = from.device;
+    recv.channel = channel;
+    recv.node = n->name;
+    std::vector<ir::Node *> users = g.users(n);
+    bool forwarded = std::any_of(users.begin(), users.end(),
+                                 [](const ir::Node *u) { return u->isOp(ir::OpKind::Copy); });
+    std::tuple<size_t, int, size_t> key{p, kAtPosition, p};
+    if (!users.empty() && !forwarded) {
+      size_t first = pos.at(users.front());
+      for (const ir::Node *u : users) first = std::min(first, pos.at(u));
+      key = {first, kBeforeUse, p};
+    }
+    items.push_back({out.device, key, std::move(recv)});
+  }
+
+  std::stable_sort(items.begin(), items.end(),
+                   [](const Item &a, const Item &b) { return a.key < b.key; });
+  for (Item &item : items) st.plan.devices[item.device].instrs.push_back(std::move(item.instr));
+}
+
+} // namespace mpc::codegen

@@ -1,0 +1,182 @@
+//===- codegen/Values.cpp - devices, buffers and the plan's interface ----===//
+//
+// The value side of lowering: which devices the plan has (the distinct node
+// devices, sorted: cpu:0 < cpu:1 < ... < gpu:0), one buffer per value on its
+// node's device, the user-visible tensors (inputs, params, states, outputs,
+// loss) with their buffers, the optimizer, and the initial values of params
+// and states drawn with ir::initialValues.
+//
+// Buffers: params, state, inputs, model outputs and the loss live in the
+// persistent region, everything else in the arena. An optimizer update
+// (sgd_update, adam_update) writes its parameter in place, so its value *is*
+// its operand 0's buffer; no new buffer is made for it.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/LowerSteps.h"
+
+#include "ir/Device.h"
+#include "ir/Init.h"
+#include "runtime/plan/PlanFormat.h"
+#include "support/Error.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <set>
+
+namespace mpc::codegen {
+
+std::string nodeWhere(const ir::Node *n) {
+  return n->jsonPath.empty() ? "'" + n->name + "'" : n->jsonPath;
+}
+
+namespace {
+
+plan::DType toPlan(ir::DType t) { return t == ir::DType::F32 ? plan::DType::F32 : plan::DType::I32; }
+
+bool isOptimizerUpdate(const ir::Node *n) {
+  return n->isOp(ir::OpKind::SgdUpdate) || n->isOp(ir::OpKind::AdamUpdate);
+}
+
+} // namespace
+
+void checkAndCollectDevices(LoweringState &st) {
+  const ir::Graph &g = st.graph;
+  const std::string &file = g.sourceFile;
+  if (!g.has(ir::kPlaced))
+    throw UserError(file, "", "graph '" + g.name +
+                                  "' is not placed: run the 'place' pass before lowering");
+  if (!g.has(ir::kCopiesExplicit))
+    throw UserError(file, "", "graph '" + g.name + "' has implicit cross-device uses: run the "
+                                  "'insert-copies' pass before lowering");
+  try {
+    st.topo = g.topoOrder();
+  } catch (const RuleError &e) {
+    throw UserError(file, "", e.what());
+  }
+  std::set<ir::Device> devices;
+  for (const ir::Node *n : st.topo) {
+    auto d = ir::parseDevice(n->device);
+    if (!d)
+      throw UserError(file, nodeWhere(n),
+                      n->describe() + " has no concrete device (device '" + n->device +
+                          "'): run the 'place' pass before lowering");
+    devices.insert(*d);
+  }
+  for (const ir::Node *n : st.topo) {
+    if (!n->isOp() || n->isOp(ir::OpKind::Copy)) continue;
+    for (const ir::Node *in : n->inputs)
+      if (in->device != n->device)
+        throw UserError(file, nodeWhere(n),
+                        n->describe() + " on " + n->device + " uses " + in->describe() + " from " +
+                            in->device + " without a copy: run 'insert-copies' before lowering");
+  }
+  for (const ir::Device &d : devices) {
+    uint32_t index = uint32_t(st.devices.size());
+    st.devices[d.str()] = index;
+    plan::DeviceProgram program;
+    program.device = d.str();
+    st.plan.devices.push_back(std::move(program));
+  }
+  // parseDevice normalises ("cpu:01" would print as "cpu:1"); nodes keep the
+  // user's spelling, so map that spelling too.
+  for (const ir::Node *n : st.topo) st.devices.emplace(n->device, st.devices.at(ir::parseDevice(n->device)->str()));
+}
+
+void createBuffers(LoweringState &st) {
+  const ir::Graph &g = st.graph;
+  std::set<std::string> persistentNames(g.outputs.begin(), g.outputs.end());
+  if (!g.loss.empty()) persistentNames.insert(g.loss);
+  for (const ir::Node *n : st.topo) {
+    uint32_t dev = st.deviceOf(n);
+    if (isOptimizerUpdate(n)) {
+      MPC_ASSERT(!n->inputs.empty(), "optimizer update " + n->name + " without operands");
+      st.slots[n] = st.slots.at(n->inputs[0]);
+      continue;
+    }
+    plan::DeviceProgram &program = st.plan.devices[dev];
+    plan::Buffer b;
+    b.id = uint32_t(program.buffers.size());
+    b.name = n->name;
+    b.dtype = toPlan(n->type.dtype);
+    b.shape = n->type.shape;
+    b.bytes = uint64_t(n->type.byteSize());
+    bool persistent = n->isLeaf() || persistentNames.count(n->name);
+    b.region = persistent ? plan::Region::Persistent : plan::Region::Arena;
+    st.slots[n] = ValueSlot{dev, b.id};
+    program.buffers.push_back(std::move(b));
+  }
+}
+
+void describeInterface(LoweringState &st) {
+  const ir::Graph &g = st.graph;
+  auto ref = [&](const ir::Node *n) {
+    plan::TensorRef r;
+    r.name = n->name;
+    r.dtype = toPlan(n->type.dtype);
+    r.shape = n->type.shape;
+    const ValueSlot &s = st.slots.at(n);
+    r.device = s.device;
+    r.buffer = s.buffer;
+    return r;
+  };
+  for (const auto &n : g.nodes()) {
+    if (n->kind == ir::NodeKind::Input) st.plan.inputs.push_back(ref(n.get()));
+    if (n->kind == ir::NodeKind::Param) st.plan.params.push_back(ref(n.get()));
+    if (n->kind == ir::NodeKind::State) st.plan.states.push_back(ref(n.get()));
+  }
+  for (const std::string &name : g.outputs) {
+    const ir::Node *n = g.find(name);
+    MPC_ASSERT(n, "output '" + name + "' is not a value of the graph");
+    st.plan.outputs.push_back(ref(n));
+  }
+  if (!g.loss.empty()) {
+    const ir::Node *n = g.find(g.loss);
+    MPC_ASSERT(n, "loss '" + g.loss + "' is not a value of the graph");
+    st.plan.hasLoss = true;
+    st.plan.loss = ref(n);
+  }
+}
+
+void describeOptimizer(LoweringState &st) {
+  const ir::Graph &g = st.graph;
+  if (!g.optimizer || !g.has(ir::kOptimized)) return;
+  const ir::OptimizerSpec &o = *g.optimizer;
+  plan::Optimizer &out = st.plan.optimizer;
+  out.kind = o.kind;
+  out.hyper["lr"] = o.lr;
+  out.hyper["weight_decay"] = o.weightDecay;
+  if (o.kind == "sgd") {
+    out.hyper["momentum"] = o.momentum;
+    out.hyper["dampening"] = o.dampening;
+    out.hyper["nesterov"] = o.nesterov ? 1.0 : 0.0;
+  } else {
+    out.hyper["beta1"] = o.beta1;
+    out.hyper["beta2"] = o.beta2;
+    out.hyper["eps"] = o.eps;
+  }
+}
+
+void computeInitialValues(LoweringState &st, uint64_t seed) {
+  auto add = [&](const ir::Node *n) {
+    std::vector<float> values =
+        ir::initialValues(n->init.value_or(ir::InitSpec{}), n->type.shape, n->name, seed);
+    MPC_ASSERT(int64_t(values.size()) == n->type.numElements(),
+               "initial values of '" + n->name + "' have the wrong size");
+    std::vector<uint8_t> bytes(values.size() * 4);
+    for (size_t i = 0; i < values.size(); ++i) {
+      uint32_t bits = n->type.dtype == ir::DType::F32
+                          ? std::bit_cast<uint32_t>(values[i])
+                          : uint32_t(int32_t(std::lround(values[i])));
+      plan::storeLE(&bytes[i * 4], bits, 4);
+    }
+    st.plan.initialValues.push_back(std::move(bytes));
+  };
+  for (const auto &n : st.graph.nodes())
+    if (n->kind == ir::NodeKind::Param) add(n.get());
+  for (const auto &n : st.graph.nodes())
+    if (n->kind == ir::NodeKind::State) add(n.get());
+}
+
+} // namespace mpc::codegen
