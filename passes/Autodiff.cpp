@@ -1,1 +1,253 @@
-// placeholder: passes/Autodiff.cpp
+//===- passes/Autodiff.cpp - the reverse-mode gradient graph ------------===//
+//
+// Invariant established (kDifferentiated): every parameter that reaches the
+// loss through differentiable ops has a gradient value, recorded in
+// Graph::gradients and sitting on the parameter's device; parameters that do
+// not reach it are reported with a warning. Backward nodes are ordinary op
+// nodes flagged `backward`, with `origin` naming their forward node.
+//
+// Algorithm (the generic part; each op's rule is its OpInfo::grad):
+//   1. Keep the nodes on a path from a parameter to the loss: reachable from a
+//      parameter (not through stop_gradient) and reaching the loss. Nothing
+//      else gets a gradient (no gradients for data inputs).
+//   2. Seed the loss's gradient with fill(1.0) on the loss's device, named
+//      `<loss>.grad`.
+//   3. Visit the kept op nodes in reverse topological order. A value's
+//      gradient is the sum (add) of its consumers' contributions, built on the
+//      value's own device and named `<value>.grad`; a contribution computed
+//      on another device is first copied there (with explicit forward copies
+//      this never happens: the copy rule already sends it back). The op's
+//      gradient rule then runs with a Builder on the forward node's device,
+//      names prefixed `<node>.grad`, and each result is reduced
+//      (Builder::reduceToShape) to its operand's shape. A kept op without a
+//      rule is an error naming the node.
+//   4. Record each parameter's gradient, warn about the others, and erase the
+//      gradient nodes nothing needs (e.g. a data input's gradient that a
+//      rule computed alongside a kept one).
+// Running the pass on a differentiated graph changes nothing.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Pass.h"
+
+#include "ir/Builder.h"
+#include "support/Error.h"
+
+#include <algorithm>
+#include <iostream>
+#include <map>
+#include <set>
+
+namespace mpc::passes {
+
+using ir::Builder;
+using ir::Graph;
+using ir::Node;
+
+namespace {
+
+std::string withoutColons(const std::string &s) {
+  std::string r;
+  for (char c : s)
+    if (c != ':') r += c;
+  return r;
+}
+
+class Autodiff {
+public:
+  Autodiff(Graph &g, PassContext &ctx) : g_(g), ctx_(ctx) {}
+
+  void run() {
+    Node *loss = g_.loss.empty() ? nullptr : g_.find(g_.loss);
+    if (!loss) throw UserError(g_.sourceFile, "/loss", "autodiff needs a loss");
+    if (loss->type != ir::TensorType{ir::DType::F32, {}})
+      throw UserError(g_.sourceFile, "/loss",
+                      "the loss " + loss->describe() + " must be a scalar f32, got " +
+                          loss->type.str());
+    firstNewId_ = nextId();
+    std::vector<Node *> order = g_.topoOrder();
+    std::set<const Node *> kept = keptNodes(order, loss);
+
+    // Step 2: the seed.
+    Builder seed = builderFor(*loss, "");
+    contributions_[loss].push_back(seed.create(
+        ir::OpKind::Fill, {}, {{"value", 1.0}, {"shape", ir::Shape{}}}, loss->name + ".grad"));
+
+    // Step 3.
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      Node *n = *it;
+      if (!kept.count(n)) continue;
+      Node *dOut = total(n);
+      if (!dOut) continue;
+      if (n->kind == ir::NodeKind::Param) {
+        g_.gradients[n->name] = dOut->name;
+        continue;
+      }
+      if (!n->isOp()) continue;
+      const ir::OpInfo &info = n->info();
+      if (!info.grad)
+        throw UserError(g_.sourceFile, n->jsonPath.empty() ? "'" + n->name + "'" : n->jsonPath,
+                        n->describe() +
+                            " is not differentiable but lies on a path from a parameter to "
+                            "the loss");
+      Builder b = builderFor(*n, n->name + ".grad");
+      std::vector<Node *> grads;
+      try {
+        grads = info.grad(b, *n, dOut);
+      } catch (const RuleError &e) {
+        throw InternalError("gradient rule of " + n->describe() + " failed: " + e.what());
+      }
+      MPC_ASSERT(grads.size() == n->inputs.size(),
+                 "gradient rule of " + n->describe() + " returned " +
+                     std::to_string(grads.size()) + " gradients for " +
+                     std::to_string(n->inputs.size()) + " operands");
+      for (size_t i = 0; i < grads.size(); ++i) {
+        Node *operand = n->inputs[i];
+        if (!grads[i] || !kept.count(operand)) continue;
+        contributions_[operand].push_back(b.reduceToShape(grads[i], operand->type.shape));
+      }
+    }
+
+    // Step 4.
+    for (const auto &node : g_.nodes())
+      if (node->kind == ir::NodeKind::Param && !g_.gradients.count(node->name))
+        std::cerr << (g_.sourceFile.empty() ? std::string("mpc") : g_.sourceFile)
+                  << ": warning: param '" << node->name
+                  << "' does not reach the loss and will not be trained\n";
+    eraseDeadGradientNodes();
+    ctx_.count("autodiff", "gradients", int64_t(g_.gradients.size()));
+  }
+
+private:
+  int nextId() const { return g_.nodes().empty() ? 0 : g_.nodes().back()->id + 1; }
+
+  Builder builderFor(const Node &forward, const std::string &prefix) {
+    Builder b(g_);
+    b.device = forward.device;
+    b.namePrefix = prefix;
+    b.backward = true;
+    b.origin = forward.name;
+    return b;
+  }
+
+  /// Step 1: nodes on a path from a parameter to the loss.
+  std::set<const Node *> keptNodes(const std::vector<Node *> &order, const Node *loss) {
+    std::set<const Node *> fromParam;
+    for (const Node *n : order) {
+      if (n->kind == ir::NodeKind::Param) {
+        fromParam.insert(n);
+        continue;
+      }
+      if (!n->isOp() || n->info().has(ir::kStopsGradient) || n->info().has(ir::kOptimizer))
+        continue;
+      if (std::any_of(n->inputs.begin(), n->inputs.end(),
+                      [&](const Node *in) { return fromParam.count(in) > 0; }))
+        fromParam.insert(n);
+    }
+    std::set<const Node *> toLoss{loss};
+    for (auto it = order.rbegin(); it != order.rend(); ++it)
+      if (toLoss.count(*it))
+        for (const Node *in : (*it)->inputs) toLoss.insert(in);
+    std::set<const Node *> kept;
+    for (const Node *n : order)
+      if (fromParam.count(n) && toLoss.count(n)) kept.insert(n);
+    return kept;
+  }
+
+  /// A node this pass created and that nothing else claims yet, which can
+  /// therefore take the name `<value>.grad`.
+  bool renamable(const Node *n) const {
+    return n->id >= firstNewId_ && n->isOp() && !claimed_.count(n);
+  }
+
+  /// The gradient of `v`: its contributions, moved to v's device and summed.
+  Node *total(Node *v) {
+    auto it = contributions_.find(v);
+    if (it == contributions_.end() || it->second.empty()) return nullptr;
+    std::vector<Node *> parts = it->second;
+    Builder b = builderFor(*v, "");
+    std::string want = v->name + ".grad";
+    for (Node *&p : parts)
+      if (!p->device.empty() && !v->device.empty() && p->device != v->device) {
+        p = b.copyTo(p, v->device, p->name + ".to." + withoutColons(v->device));
+        ctx_.count("autodiff", "gradient-copies");
+      }
+    Node *sum = parts.front();
+    if (parts.size() == 1) {
+      if (sum->name != want && renamable(sum) && !g_.find(want)) sum = rename(sum, want);
+    } else {
+      for (size_t i = 1; i < parts.size(); ++i)
+        sum = b.create(ir::OpKind::Add, {sum, parts[i]}, {},
+                       i + 1 == parts.size() ? want : want + ".partial");
+    }
+    claimed_.insert(sum);
+    return sum;
+  }
+
+  /// Recreates `n` under `name` (the graph has no rename) and rewires its users.
+  Node *rename(Node *n, const std::string &name) {
+    Node *r = g_.addOp(name, n->op, n->inputs, n->attrs, n->type);
+    r->device = n->device;
+    r->backward = n->backward;
+    r->origin = n->origin;
+    g_.replaceAllUses(n, r);
+    for (auto &[value, parts] : contributions_)
+      for (Node *&p : parts)
+        if (p == n) p = r;
+    g_.erase(n);
+    return r;
+  }
+
+  void eraseDeadGradientNodes() {
+    std::set<const Node *> live;
+    std::vector<const Node *> work;
+    for (const auto &[param, grad] : g_.gradients)
+      if (const Node *n = g_.find(grad)) work.push_back(n);
+    while (!work.empty()) {
+      const Node *n = work.back();
+      work.pop_back();
+      if (!live.insert(n).second) continue;
+      for (const Node *in : n->inputs) work.push_back(in);
+    }
+    std::vector<Node *> dead;
+    for (const auto &n : g_.nodes())
+      if (n->id >= firstNewId_ && !live.count(n.get())) dead.push_back(n.get());
+    // Dead nodes are used only by dead nodes; erase users first.
+    while (!dead.empty()) {
+      std::vector<Node *> keep;
+      for (auto it = dead.rbegin(); it != dead.rend(); ++it)
+        if (g_.users(*it).empty()) g_.erase(*it);
+        else keep.insert(keep.begin(), *it);
+      MPC_ASSERT(keep.size() < dead.size(), "dead gradient nodes form a cycle");
+      dead = std::move(keep);
+    }
+    ctx_.count("autodiff", "backward-nodes",
+               int64_t(std::count_if(g_.nodes().begin(), g_.nodes().end(),
+                                     [&](const auto &n) { return n->id >= firstNewId_; })));
+  }
+
+  Graph &g_;
+  PassContext &ctx_;
+  int firstNewId_ = 0;
+  std::map<const Node *, std::vector<Node *>> contributions_;
+  std::set<const Node *> claimed_;
+};
+
+class AutodiffPass : public Pass {
+public:
+  std::string_view name() const override { return "autodiff"; }
+  std::string_view summary() const override {
+    return "append the reverse-mode gradient graph of the loss";
+  }
+  bool run(Graph &g, PassContext &ctx) override {
+    if (g.has(ir::kDifferentiated)) return false;
+    Autodiff(g, ctx).run();
+    g.stages |= ir::kDifferentiated;
+    return true;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createAutodiffPass() { return std::make_unique<AutodiffPass>(); }
+
+} // namespace mpc::passes

@@ -1,1 +1,118 @@
-// placeholder: passes/OptimizeStep.cpp
+//===- passes/OptimizeStep.cpp - optimizer state and parameter updates --===//
+//
+// Invariant established (kOptimized): every parameter with a gradient has an
+// update op `<param>.update` (sgd_update or adam_update) on its own device,
+// fed by the parameter, its gradient and its optimizer state; the state
+// tensors are persistent, zero-initialised values on the same device, named
+// `<param>.<optimizer>.<slot>` (w0.adam.m, w0.adam.v, w0.adam.step,
+// w0.sgd.momentum, w0.sgd.step). The update writes the parameter and its
+// state in place; its result is the new parameter value and is no output.
+//
+// Algorithm:
+//   1. No loss: nothing to train, the pass does nothing. Already optimized:
+//      nothing to do.
+//   2. The optimizer is the model's `optimizer`, else SGD with lr 0.01;
+//      --optimizer replaces its kind (keeping lr and weight decay) and --lr
+//      its learning rate.
+//   3. For each parameter, in model order, that has a gradient: create its
+//      state (SGD needs state only with momentum) and its update op, with the
+//      optimizer's hyper-parameters as attributes (adamw: adam_update with
+//      decoupled=true). The formulas are torch.optim's (docs/passes.md).
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Pass.h"
+
+#include "ir/Builder.h"
+#include "support/Error.h"
+
+namespace mpc::passes {
+
+using ir::Graph;
+using ir::Node;
+
+namespace {
+
+ir::OptimizerSpec effectiveOptimizer(const Graph &g, const PassOptions &opts) {
+  ir::OptimizerSpec spec = g.optimizer.value_or(ir::OptimizerSpec{});
+  if (opts.optimizer && *opts.optimizer != spec.kind) {
+    ir::OptimizerSpec fresh;
+    fresh.kind = *opts.optimizer;
+    fresh.lr = spec.lr;
+    fresh.weightDecay = spec.weightDecay;
+    spec = fresh;
+  }
+  if (opts.lr) spec.lr = *opts.lr;
+  if (spec.kind != "sgd" && spec.kind != "adam" && spec.kind != "adamw")
+    throw UserError(g.sourceFile, "/optimizer",
+                    "unknown optimizer '" + spec.kind + "' (expected sgd, adam or adamw)");
+  return spec;
+}
+
+class OptimizeStepPass : public Pass {
+public:
+  std::string_view name() const override { return "optimize-step"; }
+  std::string_view summary() const override {
+    return "add optimizer state and in-place parameter updates";
+  }
+
+  bool run(Graph &g, PassContext &ctx) override {
+    if (g.loss.empty() || g.has(ir::kOptimized)) return false;
+    ir::OptimizerSpec opt = effectiveOptimizer(g, ctx.options);
+
+    std::vector<Node *> params;
+    for (const auto &n : g.nodes())
+      if (n->kind == ir::NodeKind::Param && g.gradients.count(n->name)) params.push_back(n.get());
+
+    for (Node *p : params) {
+      Node *grad = g.find(g.gradients.at(p->name));
+      MPC_ASSERT(grad, "gradient '" + g.gradients.at(p->name) + "' of '" + p->name +
+                           "' is not in the graph");
+      auto state = [&](const std::string &slot, ir::TensorType type) {
+        Node *s = g.addState(g.uniqueName(p->name + "." + opt.kind + "." + slot), type,
+                             ir::InitSpec{ir::InitSpec::Zeros}, p->name);
+        s->device = p->device;
+        ctx.count("optimize-step", "state-tensors");
+        return s;
+      };
+      ir::TensorType step{ir::DType::F32, {1}};
+      ir::Builder b(g);
+      b.device = p->device;
+      b.origin = p->name;
+      if (opt.kind == "sgd") {
+        std::vector<Node *> operands{p, grad};
+        if (opt.momentum != 0.0) {
+          operands.push_back(state("momentum", p->type));
+          operands.push_back(state("step", step));
+        }
+        b.create(ir::OpKind::SgdUpdate, operands,
+                 {{"lr", opt.lr},
+                  {"momentum", opt.momentum},
+                  {"dampening", opt.dampening},
+                  {"weight_decay", opt.weightDecay},
+                  {"nesterov", opt.nesterov}},
+                 p->name + ".update");
+      } else {
+        Node *m = state("m", p->type);
+        Node *v = state("v", p->type);
+        Node *t = state("step", step);
+        b.create(ir::OpKind::AdamUpdate, {p, grad, m, v, t},
+                 {{"lr", opt.lr},
+                  {"beta1", opt.beta1},
+                  {"beta2", opt.beta2},
+                  {"eps", opt.eps},
+                  {"weight_decay", opt.weightDecay},
+                  {"decoupled", opt.kind == "adamw"}},
+                 p->name + ".update");
+      }
+      ctx.count("optimize-step", "updates");
+    }
+    g.stages |= ir::kOptimized;
+    return true;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createOptimizeStepPass() { return std::make_unique<OptimizeStepPass>(); }
+
+} // namespace mpc::passes

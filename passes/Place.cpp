@@ -1,1 +1,232 @@
-// placeholder: passes/Place.cpp
+//===- passes/Place.cpp - give every node a concrete device -------------===//
+//
+// Invariant established: every node of the graph sits on a concrete device
+// ("cpu:N" / "gpu:N"), taken from --devices when that flag is given; the
+// graph is marked kPlaced. A parameter, its gradient, its optimizer state and
+// its update op share a device, and every backward node sits on its forward
+// node's device.
+//
+// Algorithm (MXNet's PlaceDevice, with group names as its ctx_group):
+//   1. Resolve annotations. --map entries first (an entry naming a group the
+//      model does not use is an error); unmapped groups then take, in order
+//      of first appearance (node creation order), the devices of --devices
+//      not targeted by --map (default list: cpu:0, cpu:1, ...). A concrete
+//      device written in the model must be one of --devices when given.
+//   2. With --placement=auto, partition the unannotated forward ops into
+//      contiguous stages (passes/AutoPlace.cpp); annotations are constraints.
+//   3. Forward propagation, in topological order: an unplaced forward node
+//      takes the device of its first placed operand (operand order).
+//   4. Backward propagation, in reverse topological order: a node still
+//      unplaced (a leaf, or an op fed only by unplaced leaves) takes the
+//      device of its first placed consumer in topological order.
+//   5. Anything left (an isolated leaf) goes to the default device, the first
+//      of --devices (cpu:0 without --devices).
+//   6. Colocation, for nodes excluded from steps 3-5: state tensors and
+//      update ops go to their parameter's device, backward nodes to their
+//      forward node's (Node::origin) device.
+// Every step iterates in a stable order, so the result is deterministic.
+// Running the pass on a placed graph changes nothing.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/AutoPlace.h"
+#include "passes/Pass.h"
+
+#include "ir/Device.h"
+#include "support/Error.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace mpc::passes {
+
+using ir::Graph;
+using ir::Node;
+
+namespace {
+
+bool isConcrete(const std::string &d) { return ir::parseDevice(d).has_value(); }
+
+std::string joined(const std::vector<std::string> &v) {
+  std::string s;
+  for (const std::string &x : v) s += (s.empty() ? "" : ",") + x;
+  return s;
+}
+
+/// Where a diagnostic about `n`'s device points: "/nodes/3/device" or the
+/// node's name when it did not come from the model file.
+std::string deviceWhere(const Node &n) {
+  return n.jsonPath.empty() ? "'" + n.name + "'" : n.jsonPath + "/device";
+}
+
+/// Nodes whose device follows from another node (steps 6).
+bool isColocated(const Node &n) {
+  return n.backward || n.kind == ir::NodeKind::State ||
+         (n.isOp() && n.info().has(ir::kOptimizer));
+}
+
+/// Step 1: the concrete device of every annotated node.
+std::map<const Node *, std::string> resolveAnnotations(const Graph &g,
+                                                       const PassOptions &opts) {
+  const std::string &file = g.sourceFile;
+  const std::vector<std::string> &devices = opts.devices;
+  bool restricted = !devices.empty();
+  auto inDevices = [&](const std::string &d) {
+    return std::find(devices.begin(), devices.end(), d) != devices.end();
+  };
+  for (const std::string &d : devices)
+    if (!isConcrete(d))
+      throw UserError(file, "--devices", "invalid device '" + d + "' (expected cpu:N or gpu:N)");
+
+  // Groups in order of first appearance, with the node that introduces each.
+  std::vector<std::pair<std::string, const Node *>> groups;
+  std::set<std::string> seen;
+  for (const auto &n : g.nodes())
+    if (!n->device.empty() && !isConcrete(n->device) && seen.insert(n->device).second)
+      groups.push_back({n->device, n.get()});
+
+  std::set<std::string> mapTargets;
+  for (const auto &[group, dev] : opts.groupMap) {
+    if (!seen.count(group))
+      throw UserError(file, "--map",
+                      "unknown group '" + group + "' (the model's groups: " +
+                          [&] {
+                            std::vector<std::string> names;
+                            for (const auto &gr : groups) names.push_back(gr.first);
+                            return names.empty() ? std::string("none") : joined(names);
+                          }() +
+                          ")");
+    if (!isConcrete(dev))
+      throw UserError(file, "--map", "invalid device '" + dev + "' for group '" + group + "'");
+    if (restricted && !inDevices(dev))
+      throw UserError(file, "--map",
+                      "device '" + dev + "' of group '" + group + "' is beyond --devices (" +
+                          joined(devices) + ")");
+    mapTargets.insert(dev);
+  }
+
+  // Unmapped groups take the free devices in order.
+  std::map<std::string, std::string> groupDevice(opts.groupMap.begin(), opts.groupMap.end());
+  size_t nextFree = 0;
+  int nextCpu = 0;
+  for (const auto &[group, first] : groups) {
+    if (groupDevice.count(group)) continue;
+    std::string dev;
+    if (restricted) {
+      while (nextFree < devices.size() && mapTargets.count(devices[nextFree])) ++nextFree;
+      if (nextFree == devices.size())
+        throw UserError(file, deviceWhere(*first),
+                        "group '" + group + "' of " + first->describe() +
+                            " has no device left: --devices (" + joined(devices) +
+                            ") has fewer free devices than the model has groups");
+      dev = devices[nextFree++];
+    } else {
+      do dev = "cpu:" + std::to_string(nextCpu++);
+      while (mapTargets.count(dev));
+    }
+    groupDevice[group] = dev;
+  }
+
+  std::map<const Node *, std::string> pinned;
+  for (const auto &n : g.nodes()) {
+    if (n->device.empty()) continue;
+    if (isConcrete(n->device)) {
+      if (restricted && !inDevices(n->device))
+        throw UserError(file, deviceWhere(*n),
+                        "device '" + n->device + "' of " + n->describe() +
+                            " is beyond --devices (" + joined(devices) + ")");
+      pinned[n.get()] = n->device;
+    } else {
+      pinned[n.get()] = groupDevice.at(n->device);
+    }
+  }
+  return pinned;
+}
+
+class PlacePass : public Pass {
+public:
+  std::string_view name() const override { return "place"; }
+  std::string_view summary() const override {
+    return "give every node a concrete device (explicit, group-mapped or automatic)";
+  }
+
+  bool run(Graph &g, PassContext &ctx) override {
+    const PassOptions &opts = ctx.options;
+    std::map<const Node *, std::string> dev = resolveAnnotations(g, opts);
+
+    std::vector<Node *> order = g.topoOrder();
+    if (opts.placement == "auto") autoPlace(g, order, ctx, dev);
+    else if (opts.placement != "explicit")
+      throw UserError(g.sourceFile, "--placement",
+                      "unknown placement '" + opts.placement + "' (expected explicit or auto)");
+
+    // Step 3: forward propagation.
+    for (Node *n : order) {
+      if (dev.count(n) || isColocated(*n)) continue;
+      for (const Node *in : n->inputs)
+        if (auto it = dev.find(in); it != dev.end()) {
+          dev[n] = it->second;
+          break;
+        }
+    }
+    // Step 4: backward propagation from consumers, first in topological order.
+    std::map<const Node *, std::vector<Node *>> consumers;
+    for (Node *n : order)
+      for (const Node *in : n->inputs) {
+        auto &list = consumers[in];
+        if (list.empty() || list.back() != n) list.push_back(n);
+      }
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      Node *n = *it;
+      if (dev.count(n) || isColocated(*n)) continue;
+      for (const Node *u : consumers[n])
+        if (auto d = dev.find(u); d != dev.end()) {
+          dev[n] = d->second;
+          break;
+        }
+    }
+    // Step 5: the default device.
+    std::string fallback = opts.devices.empty() ? "cpu:0" : opts.devices.front();
+    for (Node *n : order)
+      if (!dev.count(n) && !isColocated(*n)) dev[n] = fallback;
+
+    // Step 6: colocation, in topological order so that chains of backward
+    // nodes resolve front to back.
+    for (Node *n : order) {
+      if (dev.count(n)) continue;
+      const Node *anchor = nullptr;
+      if (n->kind == ir::NodeKind::State || n->backward) anchor = g.find(n->origin);
+      else if (n->isOp() && !n->inputs.empty()) anchor = n->inputs.front(); // the param
+      if (anchor && dev.count(anchor)) {
+        dev[n] = dev.at(anchor);
+        continue;
+      }
+      for (const Node *in : n->inputs)
+        if (auto d = dev.find(in); d != dev.end()) {
+          dev[n] = d->second;
+          break;
+        }
+      if (!dev.count(n)) dev[n] = fallback;
+    }
+
+    bool changed = false;
+    for (Node *n : order) {
+      const std::string &d = dev.at(n);
+      if (n->device != d) {
+        n->device = d;
+        changed = true;
+      }
+    }
+    if (!g.has(ir::kPlaced)) {
+      g.stages |= ir::kPlaced;
+      changed = true;
+    }
+    return changed;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createPlacePass() { return std::make_unique<PlacePass>(); }
+
+} // namespace mpc::passes
