@@ -29,7 +29,7 @@ TensorType inferReshape(TypeOps ops, const AttrMap &attrs) {
     }
     if (want[i] < 0)
       throw RuleError("reshape shape " + shapeStr(want) + " has a negative dimension");
-    if (!checkedNumElements(Shape(want.begin(), want.begin() + long(i) + 1)))
+    if (want[i] != 0 && known > kMaxElements / want[i])
       throw RuleError("reshape shape " + shapeStr(want) + " has too many elements");
     known *= want[i];
   }

@@ -1,0 +1,286 @@
+//===- test/unit/ir/GradientCheckTest.cpp - finite-difference checks ----===//
+//
+// Every gradient rule against central differences in float64. The output is
+// scalarised as loss = sum(y * W) with a fixed random W, so the upstream
+// gradient fed to the rules is W itself and transposition mistakes show.
+// A small reverse-mode driver here (reverse topological order, summed
+// contributions, reduceToShape for broadcast operands) evaluates the rules'
+// gradient nodes with the Interpreter; the finite differences run the same
+// graph's forward values through the Interpreter too.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/Builder.h"
+#include "ir/Interpreter.h"
+#include "test/unit/ir/OpCases.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace mpc::ir {
+namespace {
+
+using opcases::OpCase;
+
+TensorType f32(Shape s) { return {DType::F32, std::move(s)}; }
+
+/// Gradient nodes of sum(y * dOut) with respect to every f32 node that
+/// reaches y, built with the op records' gradient rules.
+std::map<const Node *, Node *> backprop(Graph &g, Node *y, Node *dOut) {
+  std::vector<Node *> order = g.topoOrder();
+  std::map<const Node *, Node *> grad;
+  grad[y] = dOut;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    Node *n = *it;
+    if (!n->isOp() || !grad.count(n)) continue;
+    const OpInfo &info = n->info();
+    if (!info.grad) {
+      ADD_FAILURE() << "no gradient rule for " << n->describe();
+      continue;
+    }
+    Builder b(g);
+    b.device = n->device;
+    b.namePrefix = n->name + ".grad";
+    b.backward = true;
+    b.origin = n->name;
+    std::vector<Node *> gs = info.grad(b, *n, grad[n]);
+    EXPECT_EQ(gs.size(), n->inputs.size()) << n->describe();
+    for (size_t i = 0; i < gs.size() && i < n->inputs.size(); ++i) {
+      Node *in = n->inputs[i];
+      if (!gs[i] || in->type.dtype != DType::F32) continue;
+      Node *r = b.reduceToShape(gs[i], in->type.shape);
+      EXPECT_EQ(r->type, in->type) << "gradient of operand " << i << " of " << n->describe();
+      grad[in] = grad.count(in) ? b.add(grad[in], r) : r;
+    }
+  }
+  return grad;
+}
+
+double weightedSum(const RefTensor &y, const RefTensor &w) {
+  double s = 0;
+  for (size_t i = 0; i < y.data.size(); ++i) s += y.data[i] * w.data[i];
+  return s;
+}
+
+/// Compares d sum(y * W) / d leaf from the gradient rules with central
+/// differences, for every f32 leaf in `feed` (at most `maxElems` sampled
+/// elements each).
+void checkGradients(Graph &g, Node *y, std::map<std::string, RefTensor> feed, double tol,
+                    uint64_t seed = 7, size_t maxElems = 40) {
+  RefTensor w = opcases::randomTensor(y->type.shape, seed, -1.0, 1.0);
+  Node *dOut = g.addInput("dy", y->type);
+  std::map<const Node *, Node *> grads = backprop(g, y, dOut);
+  feed["dy"] = w;
+  Interpreter interp(g);
+  std::map<std::string, RefTensor> values = interp.step(feed);
+
+  for (auto &[name, value] : feed) {
+    if (name == "dy") continue;
+    Node *leaf = g.find(name);
+    ASSERT_NE(leaf, nullptr);
+    if (leaf->type.dtype != DType::F32) continue;
+    ASSERT_TRUE(grads.count(leaf)) << "no gradient reaches '" << name << "'";
+    const RefTensor &analytic = values.at(grads.at(leaf)->name);
+    ASSERT_EQ(analytic.shape, value.shape) << name;
+    size_t n = value.data.size();
+    size_t stride = std::max<size_t>(1, n / maxElems);
+    for (size_t i = 0; i < n; i += stride) {
+      std::map<std::string, RefTensor> plus = feed, minus = feed;
+      double x = value.data[i];
+      double h = 1e-6 * std::max(1.0, std::fabs(x));
+      plus[name].data[i] = x + h;
+      minus[name].data[i] = x - h;
+      double lp = weightedSum(Interpreter(g).step(plus).at(y->name), w);
+      double lm = weightedSum(Interpreter(g).step(minus).at(y->name), w);
+      double fd = (lp - lm) / (2 * h);
+      EXPECT_LE(opcases::errorOf(analytic.data[i], fd), tol)
+          << "d/d " << name << "[" << i << "]: rule " << analytic.data[i] << ", fd " << fd;
+    }
+  }
+}
+
+bool differentiable(const OpCase &c) {
+  const OpInfo &info = opInfo(c.kind);
+  return info.grad && !c.operands.empty() && !info.has(kOptimizer) &&
+         !info.has(kStopsGradient);
+}
+
+class GradientCase : public ::testing::TestWithParam<const OpCase *> {};
+
+TEST_P(GradientCase, MatchesFiniteDifferences) {
+  const OpCase &c = *GetParam();
+  Graph g;
+  std::vector<Node *> ins;
+  std::map<std::string, RefTensor> feed;
+  std::vector<RefTensor> values = opcases::makeInputs(c);
+  for (size_t i = 0; i < c.operands.size(); ++i) {
+    std::string name = "x" + std::to_string(i);
+    Node *in = g.addInput(name, c.operands[i]);
+    in->device = "cpu:0";
+    ins.push_back(in);
+    feed[name] = values[i];
+  }
+  Builder b(g);
+  b.device = c.kind == OpKind::Copy ? "cpu:1" : "cpu:0";
+  Node *y = b.create(c.kind, ins, c.attrs, "y");
+  checkGradients(g, y, feed, c.gradTol);
+}
+
+std::vector<const OpCase *> differentiableCases() {
+  std::vector<const OpCase *> v;
+  for (const OpCase &c : opcases::allOpCases())
+    if (differentiable(c)) v.push_back(&c);
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, GradientCase, ::testing::ValuesIn(differentiableCases()),
+                         [](const auto &info) { return info.param->name(); });
+
+TEST(GradientCheck, EveryDifferentiableOpIsChecked) {
+  std::set<OpKind> checked;
+  for (const OpCase *c : differentiableCases()) checked.insert(c->kind);
+  for (const OpInfo &r : allOps())
+    if (r.grad && r.maxArity() > 0 && !r.has(kStopsGradient)) {
+      EXPECT_TRUE(checked.count(r.kind)) << "no gradient check for '" << r.name << "'";
+    }
+}
+
+std::map<std::string, RefTensor> feedOf(std::initializer_list<std::pair<Node *, double>> xs) {
+  std::map<std::string, RefTensor> feed;
+  uint64_t seed = 100;
+  for (auto [n, scale] : xs)
+    feed[n->name] = opcases::randomTensor(n->type.shape, seed++, -scale, scale);
+  return feed;
+}
+
+TEST(GradientCheck, SameValueUsedTwice) {
+  Graph g;
+  Node *x = g.addInput("x", f32({3, 4}));
+  Builder b(g);
+  Node *y = b.mul(x, x);
+  checkGradients(g, y, feedOf({{x, 2.0}}), 1e-6);
+}
+
+TEST(GradientCheck, SquareMatrixTimesItsTranspose) {
+  Graph g;
+  Node *x = g.addInput("x", f32({3, 3}));
+  Builder b(g);
+  Node *y = b.matmul(x, x, /*transposeA=*/false, /*transposeB=*/true);
+  checkGradients(g, y, feedOf({{x, 1.0}}), 1e-6);
+}
+
+TEST(GradientCheck, BroadcastOperandWithSeveralConsumers) {
+  Graph g;
+  Node *x = g.addInput("x", f32({3, 4}));
+  Node *bias = g.addInput("bias", f32({4}));
+  Node *col = g.addInput("col", f32({3, 1}));
+  Builder b(g);
+  Node *y = b.add(b.mul(b.sub(x, col), bias), b.div(bias, b.add(col, b.fill(3.0, {}))));
+  checkGradients(g, y, feedOf({{x, 1.0}, {bias, 1.0}, {col, 1.0}}), 1e-6);
+}
+
+TEST(GradientCheck, DenseLayerWithMseLoss) {
+  Graph g;
+  Node *x = g.addInput("x", f32({5, 2}));
+  Node *w = g.addInput("w", f32({2, 3}));
+  Node *bias = g.addInput("bias", f32({3}));
+  Node *t = g.addInput("t", f32({5, 3}));
+  Builder b(g);
+  Node *h = b.create(OpKind::Gelu, {b.add(b.matmul(x, w), bias)});
+  Node *y = b.create(OpKind::MseLoss, {h, t});
+  checkGradients(g, y, feedOf({{x, 1.0}, {w, 1.0}, {bias, 1.0}, {t, 1.0}}), 1e-6);
+}
+
+TEST(GradientCheck, ClassifierWithCrossEntropy) {
+  Graph g;
+  Node *x = g.addInput("x", f32({4, 3}));
+  Node *w = g.addInput("w", f32({3, 5}));
+  Node *labels = g.addInput("labels", {DType::I32, {4}});
+  Builder b(g);
+  Node *logits = b.create(OpKind::Tanh, {b.matmul(x, w)});
+  Node *y = b.create(OpKind::SoftmaxCrossEntropy, {logits, labels});
+  auto feed = feedOf({{x, 1.0}, {w, 1.0}});
+  feed["labels"] = RefTensor({4});
+  feed["labels"].data = {0, 4, 2, 2};
+  checkGradients(g, y, feed, 1e-6);
+}
+
+TEST(GradientCheck, SoftmaxThenLogThroughReductions) {
+  Graph g;
+  Node *x = g.addInput("x", f32({2, 3, 4}));
+  Builder b(g);
+  Node *s = b.create(OpKind::Softmax, {x}, {{"axis", int64_t(1)}});
+  Node *l = b.create(OpKind::Log, {s});
+  Node *m = b.create(OpKind::Mean, {l}, {{"axes", std::vector<int64_t>{0, 2}}});
+  Node *y = b.transpose(b.reshape(b.broadcastTo(m, {2, 3}), {3, 2}), {});
+  checkGradients(g, y, feedOf({{x, 2.0}}), 1e-6);
+}
+
+TEST(GradientRule, CopyGradientIsACopyBackToTheSourceDevice) {
+  Graph g;
+  Node *z = g.addInput("z1", f32({4, 2}));
+  z->device = "cpu:0";
+  Builder b(g);
+  b.device = "gpu:1";
+  Node *c = b.copyTo(z, "gpu:1", "z1.to.gpu1");
+  Node *dOut = g.addInput("z1.to.gpu1.grad", c->type);
+  dOut->device = "gpu:1";
+  std::vector<Node *> gs = c->info().grad(b, *c, dOut);
+  ASSERT_EQ(gs.size(), 1u);
+  ASSERT_NE(gs[0], nullptr);
+  EXPECT_TRUE(gs[0]->isOp(OpKind::Copy));
+  EXPECT_EQ(gs[0]->device, "cpu:0");
+  EXPECT_EQ(gs[0]->name, "z1.to.gpu1.grad.to.cpu0");
+  ASSERT_EQ(gs[0]->inputs.size(), 1u);
+  EXPECT_EQ(gs[0]->inputs[0], dOut);
+  EXPECT_EQ(gs[0]->type, z->type);
+}
+
+TEST(GradientRule, StopGradientAndLabelsGetNone) {
+  Graph g;
+  Node *x = g.addInput("x", f32({4, 3}));
+  Node *labels = g.addInput("labels", {DType::I32, {4}});
+  Builder b(g);
+  Node *s = b.create(OpKind::StopGradient, {x});
+  Node *dy = g.addInput("dy", s->type);
+  EXPECT_EQ(s->info().grad(b, *s, dy), (std::vector<Node *>{nullptr}));
+  Node *loss = b.create(OpKind::SoftmaxCrossEntropy, {x, labels});
+  Node *dl = g.addInput("dl", loss->type);
+  std::vector<Node *> gs = loss->info().grad(b, *loss, dl);
+  ASSERT_EQ(gs.size(), 2u);
+  ASSERT_NE(gs[0], nullptr);
+  EXPECT_TRUE(gs[0]->isOp(OpKind::SoftmaxCrossEntropyGrad));
+  EXPECT_EQ(gs[1], nullptr);
+}
+
+TEST(GradientRule, FillHasNoOperandsAndNoGradients) {
+  Graph g;
+  Builder b(g);
+  Node *f = b.fill(2.0, {2, 2});
+  Node *dy = g.addInput("dy", f->type);
+  ASSERT_NE(f->info().grad, nullptr);
+  EXPECT_TRUE(f->info().grad(b, *f, dy).empty());
+}
+
+TEST(GradientRule, UsesTheBuildersDeviceAndPrefix) {
+  Graph g;
+  Node *x = g.addInput("x", f32({2, 2}));
+  Builder fwd(g);
+  Node *y = fwd.create(OpKind::Sigmoid, {x}, {}, "y");
+  Node *dy = g.addInput("dy", y->type);
+  Builder b(g);
+  b.device = "gpu:2";
+  b.namePrefix = "y.grad";
+  std::vector<Node *> gs = y->info().grad(b, *y, dy);
+  ASSERT_EQ(gs.size(), 1u);
+  EXPECT_EQ(gs[0]->device, "gpu:2");
+  EXPECT_EQ(gs[0]->name.rfind("y.grad.", 0), 0u) << gs[0]->name;
+  for (const auto &n : g.nodes())
+    if (n->isOp() && n.get() != y) {
+      EXPECT_EQ(n->device, "gpu:2") << n->name;
+    }
+}
+
+} // namespace
+} // namespace mpc::ir

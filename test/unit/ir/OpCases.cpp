@@ -1,0 +1,271 @@
+//===- test/unit/ir/OpCases.cpp - the table of op test cases ------------===//
+//
+// The cases per op. Inputs are drawn from a small splitmix64 stream so the
+// table gives the same values on every platform; values are rounded to
+// float32 so that float32 kernels and the float64 reference agree on inputs.
+//
+//===----------------------------------------------------------------------===//
+#include "test/unit/ir/OpCases.h"
+
+#include "ir/Builder.h"
+#include "ir/OpInfo.h"
+#include "support/Error.h"
+
+#include <cmath>
+
+namespace mpc::ir::opcases {
+
+namespace {
+
+TensorType f32(Shape s) { return {DType::F32, std::move(s)}; }
+TensorType i32(Shape s) { return {DType::I32, std::move(s)}; }
+
+InputSpec range(double lo, double hi) {
+  InputSpec s;
+  s.lo = lo;
+  s.hi = hi;
+  return s;
+}
+InputSpec avoiding(std::vector<double> points, double margin) {
+  InputSpec s;
+  s.avoid = std::move(points);
+  s.margin = margin;
+  return s;
+}
+InputSpec integers(double lo, double hi) {
+  InputSpec s;
+  s.lo = lo;
+  s.hi = hi;
+  s.integer = true;
+  return s;
+}
+
+uint64_t splitmix64(uint64_t &state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+double uniform01(uint64_t &state) { return double(splitmix64(state) >> 11) * 0x1.0p-53; }
+
+uint64_t hashName(const std::string &s) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (unsigned char ch : s) h = (h ^ ch) * 0x100000001B3ull;
+  return h;
+}
+
+double draw(const InputSpec &spec, uint64_t &state) {
+  if (spec.integer) {
+    double n = spec.hi - spec.lo + 1;
+    return spec.lo + std::floor(uniform01(state) * n);
+  }
+  for (int attempt = 0;; ++attempt) {
+    double v = double(float(spec.lo + (spec.hi - spec.lo) * uniform01(state)));
+    bool ok = true;
+    for (double p : spec.avoid) ok = ok && std::fabs(v - p) >= spec.margin;
+    if (ok || attempt > 1000) return v;
+  }
+}
+
+std::vector<OpCase> buildCases() {
+  std::vector<OpCase> cs;
+  auto add = [&](OpKind k, std::string label, std::vector<TensorType> ops, AttrMap attrs = {},
+                 std::vector<InputSpec> inputs = {}) -> OpCase & {
+    OpCase c{k, std::move(label), std::move(ops), std::move(attrs), std::move(inputs)};
+    cs.push_back(std::move(c));
+    return cs.back();
+  };
+
+  // matmul: the four transpose combinations, and size-1 dimensions.
+  add(OpKind::MatMul, "nn", {f32({3, 4}), f32({4, 5})});
+  add(OpKind::MatMul, "tn", {f32({4, 3}), f32({4, 5})}, {{"transpose_a", true}});
+  add(OpKind::MatMul, "nt", {f32({3, 4}), f32({5, 4})}, {{"transpose_b", true}});
+  add(OpKind::MatMul, "tt", {f32({4, 3}), f32({5, 4})},
+      {{"transpose_a", true}, {"transpose_b", true}});
+  add(OpKind::MatMul, "outer", {f32({3, 1}), f32({1, 2})});
+  add(OpKind::MatMul, "dot", {f32({1, 6}), f32({6, 1})});
+
+  // Broadcasting binaries.
+  for (OpKind k : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div}) {
+    std::vector<InputSpec> in;
+    if (k == OpKind::Div) in = {InputSpec{}, avoiding({0.0}, 0.3)};
+    add(k, "same", {f32({3, 4}), f32({3, 4})}, {}, in);
+    add(k, "bcast_row", {f32({3, 4}), f32({4})}, {}, in);
+    add(k, "bcast_col", {f32({3, 1}), f32({1, 4})}, {}, in);
+    add(k, "scalar_lhs", {f32({}), f32({2, 3})}, {}, in);
+    add(k, "rank3", {f32({2, 1, 3}), f32({4, 1})}, {}, in);
+    add(k, "size1", {f32({1}), f32({1})}, {}, in);
+  }
+
+  // Unary.
+  struct Unary {
+    OpKind kind;
+    InputSpec in;
+  };
+  for (const Unary &u : {Unary{OpKind::Neg, {}}, Unary{OpKind::Scale, {}},
+                         Unary{OpKind::Relu, avoiding({0.0}, 0.05)}, Unary{OpKind::Sigmoid, {}},
+                         Unary{OpKind::Tanh, {}}, Unary{OpKind::Gelu, {}},
+                         Unary{OpKind::Exp, {}}, Unary{OpKind::Log, range(0.2, 3.0)}}) {
+    add(u.kind, "matrix", {f32({3, 4})}, {}, {u.in});
+    add(u.kind, "scalar", {f32({})}, {}, {u.in});
+    add(u.kind, "rank3", {f32({2, 1, 3})}, {}, {u.in});
+  }
+  add(OpKind::Scale, "value", {f32({2, 5})}, {{"value", 2.5}});
+  add(OpKind::Scale, "negative", {f32({4})}, {{"value", -0.75}});
+  add(OpKind::Gelu, "wide", {f32({16})}, {}, {range(-6.0, 6.0)});
+
+  // Backward ops (not differentiable): same-shape operands.
+  add(OpKind::ReluGrad, "matrix", {f32({3, 4}), f32({3, 4})}, {}, {avoiding({0.0}, 0.05)});
+  add(OpKind::ReluGrad, "scalar", {f32({}), f32({})}, {}, {avoiding({0.0}, 0.05)});
+  add(OpKind::GeluGrad, "matrix", {f32({3, 4}), f32({3, 4})}, {}, {range(-4.0, 4.0)});
+  add(OpKind::GeluGrad, "scalar", {f32({}), f32({})});
+
+  // Reductions.
+  for (OpKind k : {OpKind::Sum, OpKind::Mean}) {
+    add(k, "all", {f32({3, 4})});
+    add(k, "axis1", {f32({3, 4})}, {{"axes", std::vector<int64_t>{1}}});
+    add(k, "neg_keepdims", {f32({3, 4})},
+        {{"axes", std::vector<int64_t>{-1}}, {"keepdims", true}});
+    add(k, "two_axes", {f32({2, 3, 4})}, {{"axes", std::vector<int64_t>{0, 2}}});
+    add(k, "all_keepdims", {f32({2, 3})}, {{"keepdims", true}});
+    add(k, "size1_axis", {f32({3, 1, 2})}, {{"axes", std::vector<int64_t>{1}}});
+    add(k, "scalar", {f32({})});
+  }
+  add(OpKind::BroadcastTo, "prepend", {f32({3})}, {{"shape", std::vector<int64_t>{2, 3}}});
+  add(OpKind::BroadcastTo, "stretch", {f32({2, 1})}, {{"shape", std::vector<int64_t>{2, 4}}});
+  add(OpKind::BroadcastTo, "scalar", {f32({})}, {{"shape", std::vector<int64_t>{3, 2}}});
+  add(OpKind::BroadcastTo, "both", {f32({1, 3})},
+      {{"shape", std::vector<int64_t>{2, 4, 3}}});
+  add(OpKind::BroadcastTo, "identity", {f32({2, 3})}, {{"shape", std::vector<int64_t>{2, 3}}});
+
+  // Shape ops.
+  add(OpKind::Reshape, "swap", {f32({2, 3})}, {{"shape", std::vector<int64_t>{3, 2}}});
+  add(OpKind::Reshape, "flatten", {f32({2, 3})}, {{"shape", std::vector<int64_t>{-1}}});
+  add(OpKind::Reshape, "infer", {f32({2, 3, 4})}, {{"shape", std::vector<int64_t>{4, -1}}});
+  add(OpKind::Reshape, "to_scalar", {f32({1, 1})}, {{"shape", std::vector<int64_t>{}}});
+  add(OpKind::Transpose, "reverse", {f32({2, 3})});
+  add(OpKind::Transpose, "rotate", {f32({2, 3, 4})}, {{"perm", std::vector<int64_t>{1, 2, 0}}});
+  add(OpKind::Transpose, "negative", {f32({2, 3, 4})},
+      {{"perm", std::vector<int64_t>{-1, 0, 1}}});
+  add(OpKind::Transpose, "size1", {f32({1, 3})}, {{"perm", std::vector<int64_t>{1, 0}}});
+  add(OpKind::Fill, "matrix", {}, {{"value", 1.5}, {"shape", std::vector<int64_t>{2, 3}}});
+  add(OpKind::Fill, "scalar", {}, {{"shape", std::vector<int64_t>{}}});
+
+  // Softmax family.
+  for (OpKind k : {OpKind::Softmax, OpKind::LogSoftmax}) {
+    add(k, "last", {f32({3, 5})}, {}, {range(-4.0, 4.0)});
+    add(k, "first", {f32({3, 5})}, {{"axis", int64_t(0)}}, {range(-4.0, 4.0)});
+    add(k, "middle", {f32({2, 3, 4})}, {{"axis", int64_t(1)}});
+    add(k, "vector", {f32({6})});
+    add(k, "size1", {f32({4, 1})});
+  }
+  add(OpKind::SoftmaxGrad, "last", {f32({3, 5}), f32({3, 5})}, {}, {range(0.0, 1.0)});
+  add(OpKind::SoftmaxGrad, "first", {f32({3, 5}), f32({3, 5})}, {{"axis", int64_t(0)}},
+      {range(0.0, 1.0)});
+
+  // Losses.
+  add(OpKind::MseLoss, "matrix", {f32({4, 3}), f32({4, 3})});
+  add(OpKind::MseLoss, "vector", {f32({5}), f32({5})});
+  add(OpKind::MseLoss, "scalar", {f32({}), f32({})});
+  add(OpKind::SoftmaxCrossEntropy, "batch", {f32({4, 5}), i32({4})}, {},
+      {range(-3.0, 3.0), integers(0, 4)});
+  add(OpKind::SoftmaxCrossEntropy, "one_row", {f32({1, 3}), i32({1})}, {},
+      {InputSpec{}, integers(0, 2)});
+  add(OpKind::SoftmaxCrossEntropy, "one_class", {f32({3, 1}), i32({3})}, {},
+      {InputSpec{}, integers(0, 0)});
+  add(OpKind::SoftmaxCrossEntropyGrad, "batch", {f32({4, 5}), i32({4}), f32({})}, {},
+      {range(-3.0, 3.0), integers(0, 4)});
+  add(OpKind::SoftmaxCrossEntropyGrad, "one_row", {f32({1, 3}), i32({1}), f32({})}, {},
+      {InputSpec{}, integers(0, 2)});
+
+  // Device ops.
+  add(OpKind::Copy, "matrix", {f32({3, 4})});
+  add(OpKind::Copy, "labels", {i32({4})}, {}, {integers(0, 9)});
+  add(OpKind::Copy, "scalar", {f32({})});
+  add(OpKind::StopGradient, "matrix", {f32({3, 4})});
+
+  // Optimizers: step counters are small integers (0 = first step).
+  InputSpec moment2 = range(0.0, 1.0); // Adam's v is never negative
+  add(OpKind::SgdUpdate, "plain", {f32({3, 2}), f32({3, 2})}, {{"lr", 0.1}});
+  add(OpKind::SgdUpdate, "weight_decay", {f32({4}), f32({4})},
+      {{"lr", 0.05}, {"weight_decay", 0.01}});
+  add(OpKind::SgdUpdate, "momentum_first", {f32({3}), f32({3}), f32({3}), f32({1})},
+      {{"lr", 0.1}, {"momentum", 0.9}}, {{}, {}, {}, integers(0, 0)});
+  add(OpKind::SgdUpdate, "momentum_later", {f32({2, 3}), f32({2, 3}), f32({2, 3}), f32({1})},
+      {{"lr", 0.1}, {"momentum", 0.9}, {"dampening", 0.1}}, {{}, {}, {}, integers(1, 5)});
+  add(OpKind::SgdUpdate, "nesterov", {f32({3}), f32({3}), f32({3}), f32({1})},
+      {{"lr", 0.1}, {"momentum", 0.8}, {"nesterov", true}, {"weight_decay", 0.001}},
+      {{}, {}, {}, integers(1, 5)});
+  add(OpKind::AdamUpdate, "first", {f32({3, 2}), f32({3, 2}), f32({3, 2}), f32({3, 2}), f32({1})},
+      {{"lr", 0.001}}, {{}, {}, {}, moment2, integers(0, 0)});
+  add(OpKind::AdamUpdate, "later", {f32({5}), f32({5}), f32({5}), f32({5}), f32({1})},
+      {{"lr", 0.01}, {"weight_decay", 0.01}}, {{}, {}, {}, moment2, integers(1, 9)});
+  add(OpKind::AdamUpdate, "adamw", {f32({4}), f32({4}), f32({4}), f32({4}), f32({1})},
+      {{"lr", 0.01}, {"weight_decay", 0.1}, {"decoupled", true}, {"beta1", 0.8}},
+      {{}, {}, {}, moment2, integers(1, 9)});
+  return cs;
+}
+
+} // namespace
+
+std::string OpCase::name() const {
+  return std::string(opInfo(kind).name) + "_" + label;
+}
+
+const InputSpec &OpCase::input(size_t i) const {
+  static const InputSpec kDefault;
+  return i < inputs.size() ? inputs[i] : kDefault;
+}
+
+const std::vector<OpCase> &allOpCases() {
+  static const std::vector<OpCase> cases = buildCases();
+  return cases;
+}
+
+std::vector<const OpCase *> casesFor(OpKind kind) {
+  std::vector<const OpCase *> out;
+  for (const OpCase &c : allOpCases())
+    if (c.kind == kind) out.push_back(&c);
+  return out;
+}
+
+std::vector<RefTensor> makeInputs(const OpCase &c, uint64_t seed) {
+  std::vector<RefTensor> out;
+  for (size_t i = 0; i < c.operands.size(); ++i) {
+    uint64_t state = hashName(c.name()) ^ (seed * 0x9E3779B97F4A7C15ull) ^ (i + 1);
+    RefTensor t(c.operands[i].shape);
+    for (double &v : t.data) v = draw(c.input(i), state);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+AttrMap fullAttrs(const OpCase &c) { return completeAttrs(opInfo(c.kind), c.attrs); }
+
+TensorType resultType(const OpCase &c) {
+  const OpInfo &info = opInfo(c.kind);
+  return info.infer(c.operands, fullAttrs(c));
+}
+
+RefTensor runReference(const OpCase &c, std::vector<RefTensor> &inputs) {
+  RefTensor out(resultType(c).shape);
+  std::vector<RefTensor *> ptrs;
+  for (RefTensor &t : inputs) ptrs.push_back(&t);
+  opInfo(c.kind).reference(ptrs, fullAttrs(c), out);
+  return out;
+}
+
+double errorOf(double got, double want) {
+  double abs = std::fabs(got - want);
+  double rel = want != 0 ? abs / std::fabs(want) : abs;
+  return std::min(abs, rel);
+}
+
+RefTensor randomTensor(const Shape &shape, uint64_t seed, double lo, double hi) {
+  RefTensor t(shape);
+  uint64_t state = seed ^ 0xD1B54A32D192ED03ull;
+  for (double &v : t.data) v = double(float(lo + (hi - lo) * uniform01(state)));
+  return t;
+}
+
+} // namespace mpc::ir::opcases

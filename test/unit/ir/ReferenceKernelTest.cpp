@@ -1,0 +1,188 @@
+//===- test/unit/ir/ReferenceKernelTest.cpp - float64 reference kernels -===//
+//
+// Hand-computed values for each kernel family, and properties (finite
+// results, softmax rows summing to one) over the whole case table.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/Builder.h"
+#include "support/Error.h"
+#include "test/unit/ir/OpCases.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace mpc::ir {
+namespace {
+
+RefTensor tensor(Shape s, std::vector<double> v) {
+  RefTensor t(std::move(s));
+  t.data = std::move(v);
+  return t;
+}
+
+/// Runs the reference kernel of `kind` on `ins` with `attrs` (defaults filled).
+RefTensor eval(OpKind kind, std::vector<RefTensor> ins, AttrMap attrs = {}) {
+  const OpInfo &info = opInfo(kind);
+  AttrMap full = completeAttrs(info, std::move(attrs));
+  std::vector<TensorType> types;
+  for (const RefTensor &t : ins)
+    types.push_back({kind == OpKind::SoftmaxCrossEntropy && types.size() == 1 ? DType::I32
+                                                                              : DType::F32,
+                     t.shape});
+  RefTensor out(info.infer(types, full).shape);
+  std::vector<RefTensor *> ptrs;
+  for (RefTensor &t : ins) ptrs.push_back(&t);
+  info.reference(ptrs, full, out);
+  return out;
+}
+
+void expectNear(const RefTensor &got, const std::vector<double> &want, double tol = 1e-12) {
+  ASSERT_EQ(got.data.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got.data[i], want[i], tol) << i;
+}
+
+TEST(Reference, MatMulAllTransposes) {
+  RefTensor a = tensor({2, 3}, {1, 2, 3, 4, 5, 6});
+  RefTensor b = tensor({3, 2}, {7, 8, 9, 10, 11, 12});
+  expectNear(eval(OpKind::MatMul, {a, b}), {58, 64, 139, 154});
+  RefTensor at = tensor({3, 2}, {1, 4, 2, 5, 3, 6});
+  RefTensor bt = tensor({2, 3}, {7, 9, 11, 8, 10, 12});
+  expectNear(eval(OpKind::MatMul, {at, b}, {{"transpose_a", true}}), {58, 64, 139, 154});
+  expectNear(eval(OpKind::MatMul, {a, bt}, {{"transpose_b", true}}), {58, 64, 139, 154});
+  expectNear(eval(OpKind::MatMul, {at, bt}, {{"transpose_a", true}, {"transpose_b", true}}),
+             {58, 64, 139, 154});
+}
+
+TEST(Reference, BroadcastingBinaries) {
+  RefTensor col = tensor({2, 1}, {1, 2});
+  RefTensor row = tensor({3}, {10, 20, 30});
+  expectNear(eval(OpKind::Add, {col, row}), {11, 21, 31, 12, 22, 32});
+  expectNear(eval(OpKind::Sub, {row, col}), {9, 19, 29, 8, 18, 28});
+  expectNear(eval(OpKind::Mul, {tensor({}, {3}), row}), {30, 60, 90});
+  expectNear(eval(OpKind::Div, {col, tensor({}, {4})}), {0.25, 0.5});
+}
+
+TEST(Reference, Activations) {
+  RefTensor x = tensor({4}, {-2, -0.5, 0.5, 2});
+  expectNear(eval(OpKind::Relu, {x}), {0, 0, 0.5, 2});
+  expectNear(eval(OpKind::Neg, {x}), {2, 0.5, -0.5, -2});
+  expectNear(eval(OpKind::Scale, {x}, {{"value", -2.0}}), {4, 1, -1, -4});
+  expectNear(eval(OpKind::Scale, {x}), {-2, -0.5, 0.5, 2});
+  expectNear(eval(OpKind::Sigmoid, {tensor({1}, {0})}), {0.5});
+  expectNear(eval(OpKind::Tanh, {tensor({1}, {0.5})}), {std::tanh(0.5)});
+  expectNear(eval(OpKind::Exp, {tensor({1}, {1})}), {M_E});
+  expectNear(eval(OpKind::Log, {tensor({1}, {M_E})}), {1});
+  // torch.nn.functional.gelu (exact): gelu(1) = 0.8413447460685429, gelu(-1) = -0.15865525393145707.
+  expectNear(eval(OpKind::Gelu, {tensor({3}, {1, -1, 0})}),
+             {0.8413447460685429, -0.15865525393145707, 0}, 1e-15);
+  expectNear(eval(OpKind::ReluGrad, {x, tensor({4}, {1, 2, 3, 4})}), {0, 0, 3, 4});
+  // gelu'(0) = 0.5; gelu'(1) = Phi(1) + phi(1) = 0.8413447460685429 + 0.24197072451914337.
+  expectNear(eval(OpKind::GeluGrad, {tensor({2}, {0, 1}), tensor({2}, {2, 1})}),
+             {1.0, 0.8413447460685429 + 0.24197072451914337}, 1e-15);
+}
+
+TEST(Reference, Reductions) {
+  RefTensor x = tensor({2, 3}, {1, 2, 3, 4, 5, 6});
+  expectNear(eval(OpKind::Sum, {x}), {21});
+  expectNear(eval(OpKind::Sum, {x}, {{"axes", std::vector<int64_t>{0}}}), {5, 7, 9});
+  expectNear(eval(OpKind::Mean, {x}, {{"axes", std::vector<int64_t>{-1}}}), {2, 5});
+  expectNear(eval(OpKind::Mean, {x}), {3.5});
+  expectNear(eval(OpKind::BroadcastTo, {tensor({2, 1}, {1, 2})}, {{"shape", Shape{2, 2}}}),
+             {1, 1, 2, 2});
+}
+
+TEST(Reference, ShapeOps) {
+  RefTensor x = tensor({2, 3}, {1, 2, 3, 4, 5, 6});
+  expectNear(eval(OpKind::Transpose, {x}), {1, 4, 2, 5, 3, 6});
+  RefTensor y = eval(OpKind::Reshape, {x}, {{"shape", Shape{3, -1}}});
+  EXPECT_EQ(y.shape, (Shape{3, 2}));
+  expectNear(y, {1, 2, 3, 4, 5, 6});
+  RefTensor z = tensor({2, 1, 3}, {1, 2, 3, 4, 5, 6});
+  expectNear(eval(OpKind::Transpose, {z}, {{"perm", std::vector<int64_t>{2, 0, 1}}}),
+             {1, 4, 2, 5, 3, 6});
+  expectNear(eval(OpKind::Fill, {}, {{"shape", Shape{3}}, {"value", 1.5}}), {1.5, 1.5, 1.5});
+}
+
+TEST(Reference, SoftmaxIsStable) {
+  RefTensor x = tensor({2, 3}, {1000, 1000, 1000, 0, std::log(2.0), std::log(5.0)});
+  expectNear(eval(OpKind::Softmax, {x}), {1. / 3, 1. / 3, 1. / 3, 0.125, 0.25, 0.625});
+  expectNear(eval(OpKind::LogSoftmax, {x}),
+             {-std::log(3.0), -std::log(3.0), -std::log(3.0), std::log(0.125), std::log(0.25),
+              std::log(0.625)},
+             1e-12);
+  // Along axis 0: columns.
+  RefTensor c = tensor({2, 2}, {0, 0, std::log(3.0), 0});
+  expectNear(eval(OpKind::Softmax, {c}, {{"axis", int64_t(0)}}), {0.25, 0.5, 0.75, 0.5});
+  RefTensor y = tensor({1, 2}, {0.25, 0.75});
+  // y * (dy - sum(dy * y)) with dy = [1, 0]: sum = 0.25.
+  expectNear(eval(OpKind::SoftmaxGrad, {y, tensor({1, 2}, {1, 0})}), {0.1875, -0.1875});
+}
+
+TEST(Reference, Losses) {
+  expectNear(eval(OpKind::MseLoss, {tensor({2, 2}, {1, 2, 3, 4}), tensor({2, 2}, {1, 0, 3, 0})}),
+             {5});
+  RefTensor logits = tensor({2, 2}, {0, std::log(3.0), 5, 5});
+  RefTensor labels = tensor({2}, {1, 0});
+  // -(log 0.75 + log 0.5) / 2
+  expectNear(eval(OpKind::SoftmaxCrossEntropy, {logits, labels}),
+             {-(std::log(0.75) + std::log(0.5)) / 2});
+  const OpInfo &g = opInfo(OpKind::SoftmaxCrossEntropyGrad);
+  RefTensor dy = tensor({}, {2});
+  RefTensor out({2, 2});
+  std::vector<RefTensor *> ops = {&logits, &labels, &dy};
+  g.reference(ops, {}, out);
+  expectNear(out, {0.25, -0.25, -0.5, 0.5});
+}
+
+TEST(Reference, LabelOutOfRangeIsAUserError) {
+  const OpInfo &ce = opInfo(OpKind::SoftmaxCrossEntropy);
+  RefTensor logits = tensor({2, 3}, {0, 0, 0, 0, 0, 0});
+  RefTensor labels = tensor({2}, {1, 3});
+  RefTensor out(Shape{});
+  std::vector<RefTensor *> ops = {&logits, &labels};
+  try {
+    ce.reference(ops, {}, out);
+    FAIL() << "expected UserError";
+  } catch (const UserError &e) {
+    EXPECT_EQ(e.message(), "label 3 out of range [0, 3)");
+  }
+  labels.data = {-1, 0};
+  EXPECT_THROW(ce.reference(ops, {}, out), UserError);
+}
+
+class ReferenceCase : public ::testing::TestWithParam<const opcases::OpCase *> {};
+
+TEST_P(ReferenceCase, FiniteAndDeterministic) {
+  const opcases::OpCase &c = *GetParam();
+  std::vector<RefTensor> in1 = opcases::makeInputs(c), in2 = opcases::makeInputs(c);
+  for (size_t i = 0; i < in1.size(); ++i) {
+    EXPECT_EQ(in1[i].data, in2[i].data);
+    for (double v : in1[i].data) {
+      EXPECT_EQ(v, double(float(v))) << "inputs must be float32 values";
+      EXPECT_GE(v, c.input(i).lo);
+      EXPECT_LE(v, c.input(i).hi);
+    }
+  }
+  RefTensor a = opcases::runReference(c, in1), b = opcases::runReference(c, in2);
+  EXPECT_EQ(a.data, b.data);
+  for (double v : a.data) EXPECT_TRUE(std::isfinite(v)) << c.name();
+  if (c.kind == OpKind::Softmax) {
+    // Every lane sums to one: summing the result along the axis gives ones.
+    AttrMap attrs = opcases::fullAttrs(c);
+    RefTensor s = eval(OpKind::Sum, {a}, {{"axes", std::vector<int64_t>{getInt(attrs, "axis")}}});
+    for (double v : s.data) EXPECT_NEAR(v, 1.0, 1e-12);
+  }
+}
+
+std::vector<const opcases::OpCase *> everyCase() {
+  std::vector<const opcases::OpCase *> v;
+  for (const opcases::OpCase &c : opcases::allOpCases()) v.push_back(&c);
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, ReferenceCase, ::testing::ValuesIn(everyCase()),
+                         [](const auto &info) { return info.param->name(); });
+
+} // namespace
+} // namespace mpc::ir

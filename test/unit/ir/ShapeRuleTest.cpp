@@ -1,0 +1,247 @@
+//===- test/unit/ir/ShapeRuleTest.cpp - shape and dtype rules -----------===//
+//
+// Every case of the table infers a type that matches what its reference
+// kernel produces; hand-written cases pin broadcasting edge cases, and every
+// rejection names both sides of the mismatch.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/Builder.h"
+#include "support/Error.h"
+#include "test/unit/ir/OpCases.h"
+
+#include <gtest/gtest.h>
+
+namespace mpc::ir {
+namespace {
+
+TensorType f32(Shape s) { return {DType::F32, std::move(s)}; }
+TensorType i32(Shape s) { return {DType::I32, std::move(s)}; }
+
+/// Builds a node of `kind` on fresh inputs of `types`; returns its type.
+TensorType infer(OpKind kind, std::vector<TensorType> types, AttrMap attrs = {}) {
+  Graph g;
+  std::vector<Node *> ins;
+  for (size_t i = 0; i < types.size(); ++i)
+    ins.push_back(g.addInput("in" + std::to_string(i), types[i]));
+  Builder b(g);
+  return b.create(kind, ins, std::move(attrs))->type;
+}
+
+/// The RuleError message of the same, or "" when the rule accepts.
+std::string ruleError(OpKind kind, std::vector<TensorType> types, AttrMap attrs = {}) {
+  try {
+    infer(kind, std::move(types), std::move(attrs));
+  } catch (const RuleError &e) {
+    return e.what();
+  }
+  return "";
+}
+
+class ShapeRuleCase : public ::testing::TestWithParam<const opcases::OpCase *> {};
+
+TEST_P(ShapeRuleCase, InferredTypeMatchesReference) {
+  const opcases::OpCase &c = *GetParam();
+  TensorType t = infer(c.kind, c.operands, c.attrs);
+  EXPECT_EQ(t, opcases::resultType(c));
+  std::vector<RefTensor> in = opcases::makeInputs(c);
+  RefTensor out = opcases::runReference(c, in);
+  EXPECT_EQ(out.shape, t.shape);
+  EXPECT_EQ(out.numElements(), t.numElements());
+}
+
+std::vector<const opcases::OpCase *> everyCase() {
+  std::vector<const opcases::OpCase *> v;
+  for (const opcases::OpCase &c : opcases::allOpCases()) v.push_back(&c);
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, ShapeRuleCase, ::testing::ValuesIn(everyCase()),
+                         [](const auto &info) { return info.param->name(); });
+
+TEST(ShapeRule, Broadcasting) {
+  EXPECT_EQ(infer(OpKind::Add, {f32({3, 4}), f32({4})}), f32({3, 4}));
+  EXPECT_EQ(infer(OpKind::Add, {f32({3, 1}), f32({1, 4})}), f32({3, 4}));
+  EXPECT_EQ(infer(OpKind::Mul, {f32({}), f32({2, 3})}), f32({2, 3}));
+  EXPECT_EQ(infer(OpKind::Sub, {f32({2, 1, 3}), f32({4, 1})}), f32({2, 4, 3}));
+  EXPECT_EQ(infer(OpKind::Div, {f32({1}), f32({})}), f32({1}));
+  EXPECT_EQ(infer(OpKind::Add, {f32({0, 3}), f32({1, 3})}), f32({0, 3}));
+  EXPECT_EQ(infer(OpKind::Add, {f32({5, 1, 1}), f32({1, 1})}), f32({5, 1, 1}));
+}
+
+TEST(ShapeRule, BroadcastMismatchNamesBothShapes) {
+  EXPECT_EQ(ruleError(OpKind::Add, {f32({100, 2}), f32({3, 1})}),
+            "shape mismatch: f32[100,2] x f32[3,1]");
+  EXPECT_EQ(ruleError(OpKind::Mul, {f32({3}), f32({4})}), "shape mismatch: f32[3] x f32[4]");
+  EXPECT_EQ(ruleError(OpKind::Div, {f32({0}), f32({2})}), "shape mismatch: f32[0] x f32[2]");
+}
+
+TEST(ShapeRule, DTypeIsF32) {
+  std::string e = ruleError(OpKind::Add, {f32({3}), i32({3})});
+  EXPECT_NE(e.find("'b' must be f32, got i32[3]"), std::string::npos) << e;
+  e = ruleError(OpKind::Relu, {i32({2})});
+  EXPECT_NE(e.find("relu operand 'x' must be f32, got i32[2]"), std::string::npos) << e;
+  EXPECT_NE(ruleError(OpKind::MatMul, {i32({2, 2}), f32({2, 2})}), "");
+  EXPECT_NE(ruleError(OpKind::Sum, {i32({2, 2})}), "");
+  EXPECT_NE(ruleError(OpKind::Reshape, {i32({2, 2})}, {{"shape", Shape{4}}}), "");
+  // copy and stop_gradient carry any dtype (labels cross devices too).
+  EXPECT_EQ(infer(OpKind::Copy, {i32({4})}), i32({4}));
+  EXPECT_EQ(infer(OpKind::StopGradient, {i32({4})}), i32({4}));
+}
+
+TEST(ShapeRule, MatMul) {
+  EXPECT_EQ(infer(OpKind::MatMul, {f32({100, 2}), f32({2, 3})}), f32({100, 3}));
+  EXPECT_EQ(infer(OpKind::MatMul, {f32({2, 100}), f32({2, 3})}, {{"transpose_a", true}}),
+            f32({100, 3}));
+  EXPECT_EQ(infer(OpKind::MatMul, {f32({100, 2}), f32({3, 2})}, {{"transpose_b", true}}),
+            f32({100, 3}));
+  EXPECT_EQ(ruleError(OpKind::MatMul, {f32({100, 2}), f32({3, 1})}),
+            "shape mismatch: f32[100,2] x f32[3,1]");
+  EXPECT_EQ(ruleError(OpKind::MatMul, {f32({100, 2}), f32({2, 3})}, {{"transpose_b", true}}),
+            "shape mismatch: f32[100,2] x f32[2,3]");
+  EXPECT_EQ(ruleError(OpKind::MatMul, {f32({2}), f32({2, 3})}),
+            "matmul needs rank-2 operands: f32[2] x f32[2,3]");
+  EXPECT_EQ(ruleError(OpKind::MatMul, {f32({2, 2, 2}), f32({2, 3})}),
+            "matmul needs rank-2 operands: f32[2,2,2] x f32[2,3]");
+}
+
+TEST(ShapeRule, Arity) {
+  EXPECT_EQ(ruleError(OpKind::Add, {f32({2})}), "op 'add' takes 2 operand(s), got 1");
+  EXPECT_EQ(ruleError(OpKind::Fill, {f32({2})}, {{"shape", Shape{2}}}),
+            "op 'fill' takes 0 operand(s), got 1");
+  EXPECT_EQ(ruleError(OpKind::SgdUpdate, {f32({2})}, {{"lr", 0.1}}),
+            "op 'sgd_update' takes 2 to 4 operand(s), got 1");
+}
+
+TEST(ShapeRule, UnaryAndBackwardOps) {
+  EXPECT_EQ(infer(OpKind::Gelu, {f32({2, 3})}), f32({2, 3}));
+  EXPECT_EQ(infer(OpKind::Scale, {f32({})}, {{"value", 3.0}}), f32({}));
+  EXPECT_EQ(infer(OpKind::ReluGrad, {f32({2, 3}), f32({2, 3})}), f32({2, 3}));
+  EXPECT_EQ(ruleError(OpKind::ReluGrad, {f32({2, 3}), f32({3})}),
+            "shape mismatch: f32[2,3] x f32[3]");
+  EXPECT_EQ(ruleError(OpKind::GeluGrad, {f32({2, 3}), f32({2, 1})}),
+            "shape mismatch: f32[2,3] x f32[2,1]");
+}
+
+TEST(ShapeRule, Reductions) {
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(infer(OpKind::Sum, {f32({2, 3, 4})}), f32({}));
+  EXPECT_EQ(infer(OpKind::Sum, {f32({2, 3, 4})}, {{"keepdims", true}}), f32({1, 1, 1}));
+  EXPECT_EQ(infer(OpKind::Mean, {f32({2, 3, 4})}, {{"axes", V{-1, 0}}}), f32({3}));
+  EXPECT_EQ(infer(OpKind::Mean, {f32({2, 3, 4})}, {{"axes", V{1}}, {"keepdims", true}}),
+            f32({2, 1, 4}));
+  EXPECT_EQ(ruleError(OpKind::Sum, {f32({2, 3})}, {{"axes", V{2}}}),
+            "sum axis 2 out of range for f32[2,3]");
+  EXPECT_EQ(ruleError(OpKind::Mean, {f32({2, 3})}, {{"axes", V{-3}}}),
+            "mean axis -3 out of range for f32[2,3]");
+  EXPECT_EQ(ruleError(OpKind::Sum, {f32({2, 3})}, {{"axes", V{1, -1}}}),
+            "sum axis -1 repeated for f32[2,3]");
+  EXPECT_EQ(ruleError(OpKind::Sum, {f32({})}, {{"axes", V{0}}}),
+            "sum axis 0 out of range for f32[]");
+}
+
+TEST(ShapeRule, BroadcastTo) {
+  EXPECT_EQ(infer(OpKind::BroadcastTo, {f32({3})}, {{"shape", Shape{2, 3}}}), f32({2, 3}));
+  EXPECT_EQ(infer(OpKind::BroadcastTo, {f32({})}, {{"shape", Shape{}}}), f32({}));
+  EXPECT_EQ(ruleError(OpKind::BroadcastTo, {f32({3})}, {{"shape", Shape{2, 4}}}),
+            "cannot broadcast f32[3] to f32[2,4]");
+  EXPECT_EQ(ruleError(OpKind::BroadcastTo, {f32({2, 3})}, {{"shape", Shape{3}}}),
+            "cannot broadcast f32[2,3] to f32[3]");
+  EXPECT_NE(ruleError(OpKind::BroadcastTo, {f32({1})}, {{"shape", Shape{-2}}}), "");
+  EXPECT_EQ(ruleError(OpKind::BroadcastTo, {f32({1})}),
+            "missing required attribute 'shape' for op 'broadcast_to'");
+}
+
+TEST(ShapeRule, Reshape) {
+  EXPECT_EQ(infer(OpKind::Reshape, {f32({2, 3})}, {{"shape", Shape{6}}}), f32({6}));
+  EXPECT_EQ(infer(OpKind::Reshape, {f32({2, 3, 4})}, {{"shape", Shape{-1, 4}}}), f32({6, 4}));
+  EXPECT_EQ(infer(OpKind::Reshape, {f32({1})}, {{"shape", Shape{}}}), f32({}));
+  EXPECT_EQ(ruleError(OpKind::Reshape, {f32({2, 3})}, {{"shape", Shape{4, 2}}}),
+            "cannot reshape f32[2,3] to [4,2]: element counts differ");
+  EXPECT_EQ(ruleError(OpKind::Reshape, {f32({2, 3})}, {{"shape", Shape{4, -1}}}),
+            "cannot reshape f32[2,3] to [4,-1]");
+  EXPECT_EQ(ruleError(OpKind::Reshape, {f32({2, 3})}, {{"shape", Shape{-1, -1}}}),
+            "reshape shape [-1,-1] has more than one -1");
+  EXPECT_EQ(ruleError(OpKind::Reshape, {f32({2, 3})}, {{"shape", Shape{-2, -3}}}),
+            "reshape shape [-2,-3] has a negative dimension");
+  EXPECT_NE(ruleError(OpKind::Reshape, {f32({0})}, {{"shape", Shape{0, -1}}}), "");
+  EXPECT_NE(ruleError(OpKind::Reshape, {f32({2})},
+                      {{"shape", Shape{int64_t(1) << 40, int64_t(1) << 40}}}),
+            "");
+}
+
+TEST(ShapeRule, Transpose) {
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(infer(OpKind::Transpose, {f32({2, 3, 4})}), f32({4, 3, 2}));
+  EXPECT_EQ(infer(OpKind::Transpose, {f32({2, 3, 4})}, {{"perm", V{1, 2, 0}}}), f32({3, 4, 2}));
+  EXPECT_EQ(infer(OpKind::Transpose, {f32({})}), f32({}));
+  EXPECT_EQ(ruleError(OpKind::Transpose, {f32({2, 3})}, {{"perm", V{0, 0}}}),
+            "transpose perm [0,0] is not a permutation of the axes of f32[2,3]");
+  EXPECT_EQ(ruleError(OpKind::Transpose, {f32({2, 3})}, {{"perm", V{0, 1, 2}}}),
+            "transpose perm [0,1,2] does not match the rank of f32[2,3]");
+  EXPECT_NE(ruleError(OpKind::Transpose, {f32({2, 3})}, {{"perm", V{0, 2}}}), "");
+}
+
+TEST(ShapeRule, Fill) {
+  EXPECT_EQ(infer(OpKind::Fill, {}, {{"shape", Shape{2, 3}}, {"value", 1.0}}), f32({2, 3}));
+  EXPECT_EQ(infer(OpKind::Fill, {}, {{"shape", Shape{}}}), f32({}));
+  EXPECT_NE(ruleError(OpKind::Fill, {}, {{"shape", Shape{-1}}}), "");
+  EXPECT_EQ(ruleError(OpKind::Fill, {}, {{"shape", Shape{2}}, {"valu", 1.0}}),
+            "unknown attribute 'valu' for op 'fill'");
+}
+
+TEST(ShapeRule, Softmax) {
+  EXPECT_EQ(infer(OpKind::Softmax, {f32({2, 5})}), f32({2, 5}));
+  EXPECT_EQ(infer(OpKind::LogSoftmax, {f32({2, 5})}, {{"axis", int64_t(-2)}}), f32({2, 5}));
+  EXPECT_EQ(ruleError(OpKind::Softmax, {f32({2, 5})}, {{"axis", int64_t(2)}}),
+            "softmax axis 2 out of range for f32[2,5]");
+  EXPECT_EQ(ruleError(OpKind::LogSoftmax, {f32({})}),
+            "log_softmax needs rank >= 1, got f32[]");
+  EXPECT_EQ(ruleError(OpKind::SoftmaxGrad, {f32({2, 5}), f32({5, 2})}),
+            "shape mismatch: f32[2,5] x f32[5,2]");
+}
+
+TEST(ShapeRule, Losses) {
+  EXPECT_EQ(infer(OpKind::MseLoss, {f32({100, 1}), f32({100, 1})}), f32({}));
+  EXPECT_EQ(ruleError(OpKind::MseLoss, {f32({100, 1}), f32({100})}),
+            "shape mismatch: f32[100,1] x f32[100]");
+  EXPECT_EQ(infer(OpKind::SoftmaxCrossEntropy, {f32({8, 10}), i32({8})}), f32({}));
+  EXPECT_EQ(ruleError(OpKind::SoftmaxCrossEntropy, {f32({8, 10}), i32({7})}),
+            "shape mismatch: f32[8,10] x i32[7] (expected logits f32[N,C] and labels i32[N])");
+  std::string e = ruleError(OpKind::SoftmaxCrossEntropy, {f32({8, 10}), f32({8})});
+  EXPECT_NE(e.find("'labels' must be i32, got f32[8]"), std::string::npos) << e;
+  EXPECT_EQ(ruleError(OpKind::SoftmaxCrossEntropy, {f32({8, 0}), i32({8})}),
+            "softmax_cross_entropy needs at least one class, got f32[8,0]");
+  EXPECT_EQ(infer(OpKind::SoftmaxCrossEntropyGrad, {f32({8, 10}), i32({8}), f32({})}),
+            f32({8, 10}));
+  EXPECT_NE(ruleError(OpKind::SoftmaxCrossEntropyGrad, {f32({8, 10}), i32({8}), f32({1})}),
+            "");
+}
+
+TEST(ShapeRule, Optimizers) {
+  EXPECT_EQ(infer(OpKind::SgdUpdate, {f32({2, 3}), f32({2, 3})}, {{"lr", 0.1}}), f32({2, 3}));
+  EXPECT_EQ(infer(OpKind::SgdUpdate, {f32({2, 3}), f32({2, 3}), f32({2, 3}), f32({1})},
+                  {{"lr", 0.1}, {"momentum", 0.9}}),
+            f32({2, 3}));
+  EXPECT_EQ(ruleError(OpKind::SgdUpdate, {f32({2, 3}), f32({2, 3})},
+                      {{"lr", 0.1}, {"momentum", 0.9}}),
+            "sgd_update with momentum needs operands momentum_buf and step");
+  EXPECT_NE(ruleError(OpKind::SgdUpdate, {f32({2, 3}), f32({2, 3}), f32({2, 3})}, {{"lr", 0.1}}),
+            "");
+  EXPECT_EQ(ruleError(OpKind::SgdUpdate, {f32({2, 3}), f32({3, 2})}, {{"lr", 0.1}}),
+            "sgd_update operand 'grad' must match the parameter: shape mismatch: f32[2,3] x "
+            "f32[3,2]");
+  EXPECT_EQ(ruleError(OpKind::SgdUpdate, {f32({2}), f32({2})}),
+            "missing required attribute 'lr' for op 'sgd_update'");
+  EXPECT_EQ(infer(OpKind::AdamUpdate, {f32({4}), f32({4}), f32({4}), f32({4}), f32({1})},
+                  {{"lr", 0.001}}),
+            f32({4}));
+  EXPECT_EQ(ruleError(OpKind::AdamUpdate, {f32({4}), f32({4}), f32({4}), f32({4}), f32({})},
+                      {{"lr", 0.001}}),
+            "adam_update operand 'step' must be f32[1], got f32[]");
+  EXPECT_EQ(ruleError(OpKind::AdamUpdate, {f32({4}), f32({4}), f32({5}), f32({4}), f32({1})},
+                      {{"lr", 0.001}}),
+            "adam_update operand 'm' must match the parameter: shape mismatch: f32[4] x f32[5]");
+}
+
+} // namespace
+} // namespace mpc::ir
