@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <queue>
@@ -92,6 +93,12 @@ std::string describeJson(const json &j) {
   return s;
 }
 
+std::string formatNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 size_t editDistance(const std::string &a, const std::string &b) {
   std::vector<size_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
@@ -119,7 +126,9 @@ std::string suggestion(const std::string &word, const std::vector<std::string> &
       best = c;
     }
   }
-  size_t limit = std::max<size_t>(1, std::min(word.size(), best.size()) / 3);
+  // One edit per three characters; short names get no suggestion, as
+  // nearly every short name is close to another.
+  size_t limit = std::min(word.size(), best.size()) / 3;
   if (best.empty() || bestDist > limit) return "";
   return "; did you mean '" + best + "'?";
 }
@@ -278,7 +287,9 @@ private:
       return json::parse(text_, std::ref(guard), /*allow_exceptions=*/true,
                          /*ignore_comments=*/false);
     } catch (const json::parse_error &e) {
-      fail(lineCol(text_, e.byte), "syntax error: " + parserDetail(e.what()));
+      std::string detail = parserDetail(e.what());
+      if (detail.rfind("syntax error", 0) != 0) detail = "syntax error: " + detail;
+      fail(lineCol(text_, e.byte), detail);
     } catch (const json::exception &e) {
       fail("", "invalid JSON: " + parserDetail(e.what()));
     }
@@ -809,9 +820,8 @@ private:
     double v = j->get<double>();
     bool ok = (loOpen ? v > lo : v >= lo) && (hiOpen ? v < hi : v <= hi);
     if (!ok) {
-      std::string range = std::string(loOpen ? "(" : "[") + describeJson(json(lo)) + ", " +
-                          (std::isinf(hi) ? "inf" : describeJson(json(hi))) +
-                          (hiOpen ? ")" : "]");
+      std::string range = std::string(loOpen ? "(" : "[") + formatNumber(lo) + ", " +
+                          (std::isinf(hi) ? "inf)" : formatNumber(hi) + (hiOpen ? ")" : "]"));
       fail(p, "bad optimizer: " + key + " must be in " + range + ", got " + describeJson(*j));
     }
     return v;

@@ -75,9 +75,8 @@ private:
     if (!n.device.empty() && !parseDevice(n.device) && !isValidGroupName(n.device))
       report(n, "unknown device '" + n.device + "'");
     if (n.isLeaf()) {
-      if (!n.inputs.empty()) report(n, "a " + std::string(nodeKindName(n.kind)) +
-                                           " has no operands, found " +
-                                           std::to_string(n.inputs.size()));
+      if (!n.inputs.empty())
+        report(n, "a leaf has no operands, found " + std::to_string(n.inputs.size()));
       if ((n.kind == NodeKind::Param || n.kind == NodeKind::State) && !n.init)
         report(n, "no initialiser");
       if (n.kind != NodeKind::Input && n.type.dtype != DType::F32)
