@@ -1,0 +1,296 @@
+//===- runtime/cuda/CudaDevice.cpp - the backend of one logical GPU -----===//
+//
+// Load does all the allocation and resolution a plan needs; a step then
+// only enqueues kernels, cuBLAS calls and copies on the device's stream.
+// Sends copy into a per-channel staging buffer on the sender's stream, so
+// the sender's arena can be reused at once while the receiver copies at its
+// own pace (see CudaTransport.h). Channels to cpu devices, or a transport
+// that is not a CudaTransport, take the host path through pinned buffers and
+// a stream synchronisation.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/CudaDevice.h"
+
+#include "runtime/cuda/CudaCheck.h"
+#include "runtime/cuda/CudaTransport.h"
+#include "support/Error.h"
+
+#include <cstring>
+
+namespace mpc::runtime::cuda {
+
+namespace {
+
+constexpr uint64_t kAlign = 256;
+constexpr uint64_t kCublasWorkspace = uint64_t(32) << 20; // cuBLAS's advice for Hopper
+
+uint64_t alignUp(uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+} // namespace
+
+CudaBackend::CudaBackend(int physicalGpu, const CudaOptions &options,
+                         std::shared_ptr<CudaRunInfo> info)
+    : gpu_(physicalGpu), options_(options), info_(std::move(info)) {}
+
+CudaBackend::~CudaBackend() {
+  if (cudaSetDevice(gpu_) != cudaSuccess) return;
+  if (stream_) cudaStreamSynchronize(stream_);
+  for (void *p : pinned_)
+    if (p) cudaFreeHost(p);
+  for (void *p : uploadPinned_)
+    if (p) cudaFreeHost(p);
+  for (cudaEvent_t e : uploadEvents_)
+    if (e) cudaEventDestroy(e);
+  if (timeStart_) cudaEventDestroy(timeStart_);
+  if (timeEnd_) cudaEventDestroy(timeEnd_);
+  if (cublas_) cublasDestroy(cublas_);
+  if (block_) cudaFree(block_);
+  if (stream_) cudaStreamDestroy(stream_);
+  cudaGetLastError();
+}
+
+std::string CudaBackend::where(size_t instr) const {
+  return deviceName_ + ": instruction " + std::to_string(instr);
+}
+
+void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
+  const plan::DeviceProgram &prog = plan.devices.at(device);
+  deviceName_ = prog.device;
+  cudaCheck(cudaSetDevice(gpu_), "cudaSetDevice");
+  cudaCheck(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  cublasCheck(cublasCreate(&cublas_), "cublasCreate");
+  cublasCheck(cublasSetStream(cublas_, stream_), "cublasSetStream");
+  cublasCheck(cublasSetMathMode(cublas_, options_.allowTf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                             : CUBLAS_DEFAULT_MATH),
+              "cublasSetMathMode");
+  cudaCheck(cudaEventCreate(&timeStart_), "cudaEventCreate");
+  cudaCheck(cudaEventCreate(&timeEnd_), "cudaEventCreate");
+
+  const std::vector<plan::Buffer> &bufs = prog.buffers;
+  auto buffer = [&](size_t instr, uint32_t id) -> const plan::Buffer & {
+    if (id >= bufs.size())
+      throw UserError("", where(instr), "buffer " + std::to_string(id) + " does not exist");
+    return bufs[id];
+  };
+
+  // Layout of the device block.
+  uint64_t persistentAt = 0;
+  uint64_t arenaAt = alignUp(prog.persistentBytes);
+  uint64_t stagingAt = arenaAt + alignUp(prog.arenaBytes);
+  uint64_t stagingBytes = 0;
+  std::vector<uint64_t> stagingOffset(prog.instrs.size(), UINT64_MAX);
+  int64_t scratchFloats = 0;
+  bool anyMatmul = false;
+  for (size_t i = 0; i < prog.instrs.size(); ++i) {
+    const plan::Instr &in = prog.instrs[i];
+    if (in.kind == plan::InstrKind::Send) {
+      if (in.inputs.size() != 1)
+        throw UserError("", where(i), "send needs exactly one buffer");
+      const plan::Buffer &b = buffer(i, in.inputs[0]);
+      stagingOffset[i] = stagingBytes;
+      stagingBytes += alignUp(b.bytes);
+    } else if (in.kind == plan::InstrKind::Kernel) {
+      anyMatmul |= in.op == "matmul";
+      const CudaKernel *k = cudaKernels().find(in.op);
+      if (k && k->scratchFloats) {
+        KernelOperands ops;
+        ops.instr = &in;
+        for (uint32_t id : in.inputs) ops.inputs.push_back(&buffer(i, id));
+        ops.output = &buffer(i, in.output);
+        try {
+          scratchFloats = std::max(scratchFloats, k->scratchFloats(ops));
+        } catch (const RuleError &e) {
+          throw UserError("", where(i) + " (" + in.op + " '" + in.node + "')", e.what());
+        }
+      }
+    }
+  }
+  uint64_t scratchAt = stagingAt + alignUp(stagingBytes);
+  uint64_t workspaceAt = scratchAt + alignUp(uint64_t(scratchFloats) * 4);
+  uint64_t workspaceBytes = anyMatmul ? kCublasWorkspace : 0;
+  uint64_t flagAt = workspaceAt + workspaceBytes;
+  uint64_t total = flagAt + kAlign;
+
+  cudaError_t status = cudaMalloc(&block_, total);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    block_ = nullptr;
+    throw UserError("", deviceName_,
+                    "cannot allocate " + std::to_string(total) + " bytes on GPU " +
+                        std::to_string(gpu_) + ": " + cudaGetErrorString(status));
+  }
+  cudaCheck(cudaMemset(block_, 0, total), "cudaMemset");
+  char *base = static_cast<char *>(block_);
+  errorFlag_ = reinterpret_cast<int *>(base + flagAt);
+  if (workspaceBytes)
+    cublasCheck(cublasSetWorkspace(cublas_, base + workspaceAt, workspaceBytes),
+                "cublasSetWorkspace");
+
+  ptrs_.assign(bufs.size(), nullptr);
+  buffers_.clear();
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    const plan::Buffer &b = bufs[i];
+    if (b.id != i)
+      throw UserError("", deviceName_ + ": buffer '" + b.name + "'", "id does not match its index");
+    bool persistent = b.region == plan::Region::Persistent;
+    uint64_t size = persistent ? prog.persistentBytes : prog.arenaBytes;
+    if (b.offset > size || b.bytes > size - b.offset || b.bytes != uint64_t(b.numElements()) * 4)
+      throw UserError("", deviceName_ + ": buffer '" + b.name + "'",
+                      "does not fit its region");
+    ptrs_[i] = base + (persistent ? persistentAt : arenaAt) + b.offset;
+    buffers_.push_back(&b);
+  }
+  uploadPinned_.assign(bufs.size(), nullptr);
+  uploadEvents_.assign(bufs.size(), nullptr);
+  uploadCount_.assign(bufs.size(), 0);
+  pinned_.assign(prog.instrs.size(), nullptr);
+
+  KernelContext ctx{stream_, cublas_, reinterpret_cast<float *>(base + scratchAt), errorFlag_};
+  actions_.clear();
+  for (size_t i = 0; i < prog.instrs.size(); ++i) {
+    const plan::Instr &in = prog.instrs[i];
+    Action a;
+    a.kind = in.kind;
+    a.channel = in.channel;
+    switch (in.kind) {
+    case plan::InstrKind::Kernel: {
+      std::string at = where(i) + " (" + in.op + " '" + in.node + "')";
+      const CudaKernel *k = cudaKernels().find(in.op);
+      if (!k)
+        throw UserError("", at, missingKernelMessage(in.op, "cuda", cudaKernels().names()));
+      KernelOperands ops;
+      ops.instr = &in;
+      ops.ctx = ctx;
+      for (uint32_t id : in.inputs) {
+        ops.inputs.push_back(&buffer(i, id));
+        ops.inPtr.push_back(ptrs_[id]);
+      }
+      ops.output = &buffer(i, in.output);
+      ops.outPtr = ptrs_[in.output];
+      try {
+        a.launch = k->prepare(ops);
+      } catch (const RuleError &e) {
+        throw UserError("", at, e.what());
+      }
+      a.op = in.op.c_str();
+      break;
+    }
+    case plan::InstrKind::Send:
+      a.ptr = ptrs_[in.inputs[0]];
+      a.bytes = buffer(i, in.inputs[0]).bytes;
+      a.staging = base + stagingAt + stagingOffset[i];
+      break;
+    case plan::InstrKind::Recv:
+      a.bytes = buffer(i, in.output).bytes;
+      a.ptr = ptrs_[in.output];
+      break;
+    }
+    actions_.push_back(std::move(a));
+  }
+}
+
+void CudaBackend::upload(uint32_t id, const void *src, size_t bytes) {
+  MPC_ASSERT(id < ptrs_.size() && bytes == buffers_[id]->bytes,
+             "upload of " + std::to_string(bytes) + " bytes into buffer " + std::to_string(id));
+  if (bytes == 0) return;
+  cudaCheck(cudaSetDevice(gpu_), "cudaSetDevice");
+  if (uploadCount_[id] == 0) {
+    // First upload (initial values): straight from pageable memory, which
+    // the driver stages before returning.
+    uploadCount_[id] = 1;
+    cudaCheck(cudaMemcpyAsync(ptrs_[id], src, bytes, cudaMemcpyHostToDevice, stream_),
+              "cudaMemcpyAsync");
+    return;
+  }
+  // A buffer fed again (an input, every step): a pinned staging buffer of its
+  // own, allocated once, so the copy is truly asynchronous. The host waits
+  // only for this buffer's previous upload.
+  if (!uploadPinned_[id]) {
+    cudaCheck(cudaMallocHost(&uploadPinned_[id], bytes), "cudaMallocHost");
+    cudaCheck(cudaEventCreateWithFlags(&uploadEvents_[id], cudaEventDisableTiming),
+              "cudaEventCreate");
+  } else {
+    cudaCheck(cudaEventSynchronize(uploadEvents_[id]), "cudaEventSynchronize");
+  }
+  std::memcpy(uploadPinned_[id], src, bytes);
+  cudaCheck(cudaMemcpyAsync(ptrs_[id], uploadPinned_[id], bytes, cudaMemcpyHostToDevice, stream_),
+            "cudaMemcpyAsync");
+  cudaCheck(cudaEventRecord(uploadEvents_[id], stream_), "cudaEventRecord");
+}
+
+void CudaBackend::download(uint32_t id, void *dst, size_t bytes) {
+  MPC_ASSERT(id < ptrs_.size() && bytes == buffers_[id]->bytes,
+             "download of " + std::to_string(bytes) + " bytes from buffer " + std::to_string(id));
+  cudaCheck(cudaSetDevice(gpu_), "cudaSetDevice");
+  if (bytes)
+    cudaCheck(cudaMemcpyAsync(dst, ptrs_[id], bytes, cudaMemcpyDeviceToHost, stream_),
+              "cudaMemcpyAsync");
+  synchronize();
+}
+
+void CudaBackend::synchronize() {
+  cudaCheck(cudaSetDevice(gpu_), "cudaSetDevice");
+  cudaCheck(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  checkErrorFlag();
+}
+
+void CudaBackend::checkErrorFlag() {
+  int flag = 0;
+  cudaCheck(cudaMemcpy(&flag, errorFlag_, sizeof flag, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  if (flag != 0)
+    throw UserError("", deviceName_,
+                    "label out of range in row " + std::to_string(flag - 1) +
+                        " of a softmax_cross_entropy batch");
+}
+
+void CudaBackend::runStep(Transport &transport) {
+  cudaCheck(cudaSetDevice(gpu_), "cudaSetDevice");
+  auto *ct = dynamic_cast<CudaTransport *>(&transport);
+  bool timed = info_ && info_->timing;
+  if (timed) cudaCheck(cudaEventRecord(timeStart_, stream_), "cudaEventRecord");
+  for (size_t i = 0; i < actions_.size(); ++i) {
+    Action &a = actions_[i];
+    switch (a.kind) {
+    case plan::InstrKind::Kernel:
+      a.launch();
+      launchCheck(a.op);
+      ++stats_.kernels;
+      break;
+    case plan::InstrKind::Send:
+      if (ct && ct->isDeviceChannel(a.channel)) {
+        ct->waitStagingFree(a.channel, stream_);
+        if (a.bytes)
+          cudaCheck(cudaMemcpyAsync(a.staging, a.ptr, a.bytes, cudaMemcpyDeviceToDevice, stream_),
+                    "cudaMemcpyAsync");
+        ct->postDevice(a.channel, a.staging, a.bytes, stream_);
+      } else {
+        if (!pinned_[i] && a.bytes) cudaCheck(cudaMallocHost(&pinned_[i], a.bytes), "cudaMallocHost");
+        if (a.bytes)
+          cudaCheck(cudaMemcpyAsync(pinned_[i], a.ptr, a.bytes, cudaMemcpyDeviceToHost, stream_),
+                    "cudaMemcpyAsync");
+        synchronize();
+        transport.send(a.channel, pinned_[i], a.bytes);
+      }
+      stats_.bytesSent += a.bytes;
+      break;
+    case plan::InstrKind::Recv:
+      if (ct && ct->isDeviceChannel(a.channel)) {
+        ct->recvDevice(a.channel, a.ptr, a.bytes, stream_);
+      } else {
+        if (!pinned_[i] && a.bytes) cudaCheck(cudaMallocHost(&pinned_[i], a.bytes), "cudaMallocHost");
+        transport.recv(a.channel, pinned_[i], a.bytes);
+        if (a.bytes)
+          cudaCheck(cudaMemcpyAsync(a.ptr, pinned_[i], a.bytes, cudaMemcpyHostToDevice, stream_),
+                    "cudaMemcpyAsync");
+        cudaCheck(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+      }
+      stats_.bytesReceived += a.bytes;
+      break;
+    }
+    ++stats_.instructions;
+  }
+  if (timed) cudaCheck(cudaEventRecord(timeEnd_, stream_), "cudaEventRecord");
+  timedSteps_ = timed;
+}
+
+} // namespace mpc::runtime::cuda

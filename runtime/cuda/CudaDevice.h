@@ -1,0 +1,86 @@
+//===- runtime/cuda/CudaDevice.h - the backend of one logical GPU -------===//
+//
+// CudaBackend implements runtime::Backend for one `gpu:N` device of a plan on
+// one physical GPU: its stream and cuBLAS handle, one cudaMalloc'd block
+// laid out as [persistent | arena | staging | scratch | cuBLAS workspace |
+// error flag], and the device's instruction list resolved to closures at
+// load. runStep only enqueues work (see CudaBackend.h); upload and download
+// are the only places that touch host memory.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/Backend.h"
+#include "runtime/cuda/CudaBackend.h"
+#include "runtime/cuda/CudaKernels.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mpc::runtime::cuda {
+
+class CudaTransport;
+
+class CudaBackend final : public Backend {
+public:
+  CudaBackend(int physicalGpu, const CudaOptions &options, std::shared_ptr<CudaRunInfo> info);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend &) = delete;
+  CudaBackend &operator=(const CudaBackend &) = delete;
+
+  std::string kind() const override { return "cuda"; }
+  void load(const plan::Plan &plan, uint32_t device) override;
+  void upload(uint32_t buffer, const void *src, size_t bytes) override;
+  void download(uint32_t buffer, void *dst, size_t bytes) override;
+  void runStep(Transport &transport) override;
+  DeviceStats stats() const override { return stats_; }
+
+  int physicalGpu() const { return gpu_; }
+  cudaStream_t stream() const { return stream_; }
+  /// Device pointer of buffer `id` (tests).
+  void *bufferPtr(uint32_t id) const { return ptrs_[id]; }
+  /// Waits for every queued step; rethrows a device-side data error.
+  void synchronize();
+  /// Start/end events of the last step (timing enabled), or null.
+  cudaEvent_t stepStart() const { return timedSteps_ ? timeStart_ : nullptr; }
+  cudaEvent_t stepEnd() const { return timedSteps_ ? timeEnd_ : nullptr; }
+
+private:
+  struct Action {
+    plan::InstrKind kind = plan::InstrKind::Kernel;
+    Launch launch;            ///< Kernel
+    const char *op = "";      ///< Kernel: for error messages
+    uint32_t channel = 0;     ///< Send/Recv
+    void *ptr = nullptr;      ///< Send: source; Recv: destination
+    void *staging = nullptr;  ///< Send to a GPU: the channel's staging buffer
+    void *pinned = nullptr;   ///< host path: pinned bounce buffer
+    size_t bytes = 0;
+  };
+  void checkErrorFlag();
+  std::string where(size_t instr) const;
+
+  int gpu_;
+  CudaOptions options_;
+  std::shared_ptr<CudaRunInfo> info_;
+  std::string deviceName_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  void *block_ = nullptr;
+  int *errorFlag_ = nullptr;
+  std::vector<const plan::Buffer *> buffers_;
+  std::vector<void *> ptrs_;
+  std::vector<Action> actions_;
+  std::vector<void *> pinned_;            ///< host-path bounce buffers
+  std::vector<void *> uploadPinned_;      ///< per buffer, from its second upload on
+  std::vector<cudaEvent_t> uploadEvents_; ///< per buffer: its last pinned upload
+  std::vector<uint8_t> uploadCount_;
+  cudaEvent_t timeStart_ = nullptr, timeEnd_ = nullptr;
+  bool timedSteps_ = false;
+  DeviceStats stats_;
+};
+
+} // namespace mpc::runtime::cuda

@@ -1,0 +1,56 @@
+//===- runtime/cuda/CudaKernels.h - op name -> CUDA kernel --------------===//
+//
+// The CUDA backend's KernelRegistry: for every op of the registry a record
+// that, at load, checks an instruction's buffers, says how much scratch it
+// needs and prepares a launch closure with every pointer, shape descriptor
+// and attribute already resolved. Executing an instruction is then one call
+// that enqueues work on the device's stream.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/KernelRegistry.h"
+#include "runtime/plan/Plan.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace mpc::runtime::cuda {
+
+/// Per-device launch resources, fixed at load.
+struct KernelContext {
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+  float *scratch = nullptr; ///< reduction scratch (max over the device's instructions)
+  int *errorFlag = nullptr; ///< device int: 1 + row of a bad label, else 0
+};
+
+/// One kernel instruction with its buffers resolved. Pointers are null when
+/// only the scratch size is asked for.
+struct KernelOperands {
+  const plan::Instr *instr = nullptr;
+  std::vector<const plan::Buffer *> inputs;
+  const plan::Buffer *output = nullptr;
+  std::vector<void *> inPtr;
+  void *outPtr = nullptr;
+  KernelContext ctx;
+};
+
+using Launch = std::function<void()>;
+
+struct CudaKernel {
+  /// Floats of scratch the launch needs (null: none).
+  int64_t (*scratchFloats)(const KernelOperands &) = nullptr;
+  /// Checks the operands (throws RuleError with the reason) and returns the
+  /// launch.
+  Launch (*prepare)(const KernelOperands &) = nullptr;
+};
+
+/// Every CUDA kernel, keyed by op name.
+const KernelRegistry<CudaKernel> &cudaKernels();
+
+} // namespace mpc::runtime::cuda

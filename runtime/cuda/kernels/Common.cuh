@@ -1,0 +1,76 @@
+//===- runtime/cuda/kernels/Common.cuh - shared device helpers ----------===//
+//
+// Launch geometry, strided index arithmetic and the deterministic block
+// reduction used by every kernel family file.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/cuda/kernels/Kernels.h"
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace mpc::runtime::cuda::detail {
+
+constexpr int kThreads = 256;
+
+/// Blocks for a grid-stride loop over n elements (capped; the loop covers the
+/// rest).
+inline unsigned gridFor(int64_t n, int threads = kThreads) {
+  int64_t blocks = (n + threads - 1) / threads;
+  if (blocks < 1) blocks = 1;
+  if (blocks > (int64_t(1) << 20)) blocks = int64_t(1) << 20;
+  return unsigned(blocks);
+}
+
+/// Offsets into operands A and B of element `i` of the iteration space.
+__device__ inline void stridedOffsets(const StridedDesc &d, int64_t i, int64_t &offA,
+                                      int64_t &offB) {
+  offA = 0;
+  offB = 0;
+  for (int k = d.rank - 1; k >= 0; --k) {
+    int64_t dim = d.dims[k];
+    int64_t c = i % dim;
+    i /= dim;
+    offA += c * d.strideA[k];
+    offB += c * d.strideB[k];
+  }
+}
+
+__device__ inline int64_t stridedOffsetA(const StridedDesc &d, int64_t i) {
+  int64_t off = 0;
+  for (int k = d.rank - 1; k >= 0; --k) {
+    int64_t dim = d.dims[k];
+    off += (i % dim) * d.strideA[k];
+    i /= dim;
+  }
+  return off;
+}
+
+/// Sum of `v` over the block (blockDim.x threads, a power of two <= 1024)
+/// in a fixed tree order; the result is valid in thread 0. `shared` holds
+/// blockDim.x floats.
+__device__ inline float blockSum(float v, float *shared) {
+  unsigned t = threadIdx.x;
+  shared[t] = v;
+  __syncthreads();
+  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (t < s) shared[t] += shared[t + s];
+    __syncthreads();
+  }
+  return shared[0];
+}
+
+/// Sum over a warp in a fixed butterfly order; valid in every lane.
+__device__ inline float warpSum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ inline float warpMax(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+} // namespace mpc::runtime::cuda::detail

@@ -1,0 +1,115 @@
+//===- runtime/cuda/kernels/Kernels.h - CUDA kernel launchers -----------===//
+//
+// The device side of the CUDA backend: one launcher per kernel family,
+// callable from host C++ (runtime/cuda/CudaKernels.cpp resolves plan
+// instructions onto them once, at load). Every launcher is asynchronous on the
+// given stream, allocates nothing and never synchronises the host; shapes and
+// strides arrive precomputed in small by-value descriptors.
+//
+// This header is compiled by nvcc (C++17) and by the host compiler (C++20),
+// so it uses only C++17 and the CUDA runtime types.
+//
+// Reductions are deterministic: each uses a fixed partition of the reduced
+// elements that depends only on the shape (never on timing or atomics) and
+// combines partial sums in a fixed binary tree, so a plan gives bit-identical
+// results run after run on the same GPU.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace mpc::runtime::cuda {
+
+/// Largest rank a strided descriptor holds (after merging contiguous dims).
+constexpr int kMaxRank = 8;
+
+/// An output iteration space `dims` (row-major) and, for up to two operands,
+/// the element stride of each output dim in that operand (0 for a broadcast
+/// dim). Built by makeStrided* on the host.
+struct StridedDesc {
+  int rank = 0;
+  int64_t dims[kMaxRank] = {};
+  int64_t strideA[kMaxRank] = {};
+  int64_t strideB[kMaxRank] = {};
+  int64_t count = 1; ///< product of dims
+};
+
+enum class UnaryOp : int { Neg, Scale, Relu, Sigmoid, Tanh, Gelu, Exp, Log };
+enum class BinaryOp : int { Add, Sub, Mul, Div, ReluGrad, GeluGrad };
+
+/// y[i] = op(x[i]) (alpha is scale's factor), contiguous, n elements.
+void launchUnary(UnaryOp op, const float *x, float *y, int64_t n, float alpha,
+                 cudaStream_t stream);
+/// y = op(a, b) over `d` (a and b indexed through strideA/strideB).
+void launchBinary(BinaryOp op, const float *a, const float *b, float *y, const StridedDesc &d,
+                  cudaStream_t stream);
+/// y[i] = x[offsetA(i)] over `d`: transpose and broadcast_to. Works on 4-byte
+/// elements of either dtype.
+void launchGather(const uint32_t *x, uint32_t *y, const StridedDesc &d, cudaStream_t stream);
+/// y[0..n) = value.
+void launchFill(float *y, int64_t n, float value, cudaStream_t stream);
+
+/// A reduction: every output element (iteration space `out`, its input
+/// offsets in out.strideA) sums the input elements of the space `red` (input
+/// offsets in red.strideA). `innerReduced` selects the memory-friendly
+/// variant: true when the input's last dimension is among the reduced ones.
+struct ReduceDesc {
+  StridedDesc out;
+  StridedDesc red;
+  bool innerReduced = false;
+};
+/// y[o] = scale * sum_r x[o, r]. `scratch` must hold reduceScratchFloats(d)
+/// floats (used by the split path of large reductions to few outputs).
+void launchReduceSum(const float *x, float *y, const ReduceDesc &d, float scale, float *scratch,
+                     cudaStream_t stream);
+int64_t reduceScratchFloats(const ReduceDesc &d);
+
+/// Full reduction of n elements to y[0] = scale * sum_i f(a[i], b[i]), f
+/// being a (b null) or (a - b)^2 (b given). Two fixed stages through
+/// `scratch` (allReduceScratchFloats(n) floats).
+void launchReduceAll(const float *a, const float *b, float *y, int64_t n, float scale,
+                     float *scratch, cudaStream_t stream);
+int64_t allReduceScratchFloats(int64_t n);
+
+/// Softmax family along one axis, the tensor seen as [outer, size, inner].
+enum class SoftmaxKind : int { Softmax, LogSoftmax };
+void launchSoftmax(SoftmaxKind kind, const float *x, float *y, int64_t outer, int64_t size,
+                   int64_t inner, cudaStream_t stream);
+/// dx = y * (dy - sum_axis(dy * y)).
+void launchSoftmaxGrad(const float *y, const float *dy, float *dx, int64_t outer, int64_t size,
+                       int64_t inner, cudaStream_t stream);
+
+/// loss[0] = mean_n (logsumexp(logits[n,:]) - logits[n, labels[n]]); a label
+/// outside [0, C) sets *errorFlag to 1 + its row (first one wins) and makes
+/// the loss NaN. `scratch` holds crossEntropyScratchFloats(rows) floats.
+void launchSoftmaxCrossEntropy(const float *logits, const int32_t *labels, float *loss,
+                               int64_t rows, int64_t classes, float *scratch, int *errorFlag,
+                               cudaStream_t stream);
+int64_t crossEntropyScratchFloats(int64_t rows);
+/// dlogits = dy[0] * (softmax(logits) - onehot(labels)) / rows.
+void launchSoftmaxCrossEntropyGrad(const float *logits, const int32_t *labels, const float *dy,
+                                   float *dlogits, int64_t rows, int64_t classes, int *errorFlag,
+                                   cudaStream_t stream);
+
+/// torch.optim.SGD on n elements in place; momentumBuf and step may be null
+/// (no momentum). `step` (f32[1]) is 0 on the first step and is incremented
+/// after the update by a second, single-thread kernel.
+struct SgdHyper {
+  float lr = 0, momentum = 0, dampening = 0, weightDecay = 0;
+  bool nesterov = false;
+};
+void launchSgdUpdate(float *param, const float *grad, float *momentumBuf, float *step, int64_t n,
+                     const SgdHyper &h, cudaStream_t stream);
+/// torch.optim.Adam / AdamW (decoupled) in place; `step` is incremented first
+/// (a single-thread kernel) and read by the update.
+struct AdamHyper {
+  float lr = 0, beta1 = 0, beta2 = 0, eps = 0, weightDecay = 0;
+  bool decoupled = false;
+};
+void launchAdamUpdate(float *param, const float *grad, float *m, float *v, float *step, int64_t n,
+                      const AdamHyper &h, cudaStream_t stream);
+
+} // namespace mpc::runtime::cuda

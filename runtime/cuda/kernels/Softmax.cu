@@ -1,0 +1,125 @@
+//===- runtime/cuda/kernels/Softmax.cu - softmax, log_softmax, grad -----===//
+//
+// Normalisation along one axis of a tensor seen as [outer, size, inner].
+// When the axis is the last one (inner == 1, the common case) one warp
+// handles a row: lanes stride over it, warp shuffles combine the maximum
+// and the sum in a fixed butterfly order. Otherwise one thread walks each
+// (outer, inner) lane sequentially. Both subtract the maximum first, like
+// the reference kernel.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/kernels/Common.cuh"
+
+#include <cmath>
+
+namespace mpc::runtime::cuda {
+
+using namespace detail;
+
+namespace {
+
+constexpr int kWarpsPerBlock = 8;
+
+unsigned warpGrid(int64_t rows) {
+  int64_t b = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  if (b > (int64_t(1) << 20)) b = int64_t(1) << 20;
+  return unsigned(b < 1 ? 1 : b);
+}
+
+template <bool Log>
+__global__ void softmaxRowKernel(const float *__restrict__ x, float *__restrict__ y,
+                                 int64_t rows, int64_t size) {
+  int lane = threadIdx.x & 31;
+  for (int64_t row = blockIdx.x * int64_t(kWarpsPerBlock) + (threadIdx.x >> 5); row < rows;
+       row += int64_t(gridDim.x) * kWarpsPerBlock) {
+    const float *xr = x + row * size;
+    float *yr = y + row * size;
+    float mx = -INFINITY;
+    for (int64_t j = lane; j < size; j += 32) mx = fmaxf(mx, xr[j]);
+    mx = warpMax(mx);
+    float sum = 0.f;
+    for (int64_t j = lane; j < size; j += 32) sum += expf(xr[j] - mx);
+    sum = warpSum(sum);
+    float logSum = logf(sum);
+    for (int64_t j = lane; j < size; j += 32) {
+      float z = xr[j] - mx;
+      yr[j] = Log ? z - logSum : expf(z) / sum;
+    }
+  }
+}
+
+template <bool Log>
+__global__ void softmaxLaneKernel(const float *__restrict__ x, float *__restrict__ y,
+                                  int64_t outer, int64_t size, int64_t inner) {
+  for (int64_t l = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; l < outer * inner;
+       l += int64_t(gridDim.x) * blockDim.x) {
+    int64_t base = (l / inner) * size * inner + l % inner;
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < size; ++j) mx = fmaxf(mx, x[base + j * inner]);
+    float sum = 0.f;
+    for (int64_t j = 0; j < size; ++j) sum += expf(x[base + j * inner] - mx);
+    float logSum = logf(sum);
+    for (int64_t j = 0; j < size; ++j) {
+      float z = x[base + j * inner] - mx;
+      y[base + j * inner] = Log ? z - logSum : expf(z) / sum;
+    }
+  }
+}
+
+__global__ void softmaxGradRowKernel(const float *__restrict__ y, const float *__restrict__ dy,
+                                     float *__restrict__ dx, int64_t rows, int64_t size) {
+  int lane = threadIdx.x & 31;
+  for (int64_t row = blockIdx.x * int64_t(kWarpsPerBlock) + (threadIdx.x >> 5); row < rows;
+       row += int64_t(gridDim.x) * kWarpsPerBlock) {
+    const float *yr = y + row * size, *dyr = dy + row * size;
+    float dot = 0.f;
+    for (int64_t j = lane; j < size; j += 32) dot += dyr[j] * yr[j];
+    dot = warpSum(dot);
+    for (int64_t j = lane; j < size; j += 32) dx[row * size + j] = yr[j] * (dyr[j] - dot);
+  }
+}
+
+__global__ void softmaxGradLaneKernel(const float *__restrict__ y, const float *__restrict__ dy,
+                                      float *__restrict__ dx, int64_t outer, int64_t size,
+                                      int64_t inner) {
+  for (int64_t l = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; l < outer * inner;
+       l += int64_t(gridDim.x) * blockDim.x) {
+    int64_t base = (l / inner) * size * inner + l % inner;
+    float dot = 0.f;
+    for (int64_t j = 0; j < size; ++j) dot += dy[base + j * inner] * y[base + j * inner];
+    for (int64_t j = 0; j < size; ++j) {
+      int64_t k = base + j * inner;
+      dx[k] = y[k] * (dy[k] - dot);
+    }
+  }
+}
+
+} // namespace
+
+void launchSoftmax(SoftmaxKind kind, const float *x, float *y, int64_t outer, int64_t size,
+                   int64_t inner, cudaStream_t stream) {
+  if (outer * size * inner == 0) return;
+  bool log = kind == SoftmaxKind::LogSoftmax;
+  if (inner == 1) {
+    unsigned g = warpGrid(outer);
+    if (log) softmaxRowKernel<true><<<g, 32 * kWarpsPerBlock, 0, stream>>>(x, y, outer, size);
+    else softmaxRowKernel<false><<<g, 32 * kWarpsPerBlock, 0, stream>>>(x, y, outer, size);
+  } else {
+    unsigned g = gridFor(outer * inner);
+    if (log) softmaxLaneKernel<true><<<g, kThreads, 0, stream>>>(x, y, outer, size, inner);
+    else softmaxLaneKernel<false><<<g, kThreads, 0, stream>>>(x, y, outer, size, inner);
+  }
+}
+
+void launchSoftmaxGrad(const float *y, const float *dy, float *dx, int64_t outer, int64_t size,
+                       int64_t inner, cudaStream_t stream) {
+  if (outer * size * inner == 0) return;
+  if (inner == 1)
+    softmaxGradRowKernel<<<warpGrid(outer), 32 * kWarpsPerBlock, 0, stream>>>(y, dy, dx, outer,
+                                                                             size);
+  else
+    softmaxGradLaneKernel<<<gridFor(outer * inner), kThreads, 0, stream>>>(y, dy, dx, outer,
+                                                                          size, inner);
+}
+
+} // namespace mpc::runtime::cuda
