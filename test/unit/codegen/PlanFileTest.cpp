@@ -1,0 +1,413 @@
+//===- test/unit/codegen/PlanFileTest.cpp - plan.bin round trip and abuse -===//
+//
+// serializePlan/deserializePlan round trip; every damaged file is rejected
+// with a UserError (never a crash, never another exception): truncation at
+// every section boundary and at random points, flipped bytes in every section
+// (caught by the checksum), flipped bytes with the checksum recomputed (so the
+// decoder and the field checks see them), hostile CBOR, wrong magic, future
+// versions, and meta edited to break each cross-reference the verifier checks.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/Lower.h"
+#include "runtime/plan/PlanFormat.h"
+#include "runtime/plan/PlanIO.h"
+#include "support/Error.h"
+#include "test/unit/codegen/TestGraphs.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <random>
+#include <sstream>
+
+namespace mpc {
+namespace {
+
+using nlohmann::json;
+
+std::vector<uint8_t> seedPlanBytes() {
+  auto g = test::seedTrainingGraph();
+  return plan::serializePlan(codegen::lowerToPlan(*g, {0}));
+}
+
+std::string printed(const plan::Plan &p) {
+  std::ostringstream os;
+  plan::printPlan(p, os);
+  return os.str();
+}
+
+/// Parses `bytes`; returns the UserError text, "" when accepted. Any other
+/// exception fails the test.
+std::string parseError(const std::vector<uint8_t> &bytes) {
+  try {
+    plan::deserializePlan(bytes.data(), bytes.size(), "plan.bin");
+    return "";
+  } catch (const UserError &e) {
+    return e.what();
+  } catch (const std::exception &e) {
+    ADD_FAILURE() << "unexpected exception: " << e.what();
+    return "unexpected";
+  }
+}
+
+uint64_t metaLen(const std::vector<uint8_t> &f) { return plan::loadLE(&f[plan::kHeaderMetaLenOffset], 8); }
+
+void reseal(std::vector<uint8_t> &f) {
+  uint64_t sum = plan::planChecksum(f.data() + plan::kHeaderSize, f.size() - plan::kHeaderSize);
+  plan::storeLE(&f[plan::kHeaderChecksumOffset], sum, 8);
+}
+
+json decodeMeta(const std::vector<uint8_t> &f) {
+  auto *m = f.data() + plan::metaOffset();
+  return json::from_cbor(m, m + metaLen(f));
+}
+
+/// Rebuilds a file around an edited meta, keeping the data section.
+std::vector<uint8_t> withMeta(const std::vector<uint8_t> &f, const json &meta) {
+  uint64_t oldData = plan::dataOffset(metaLen(f));
+  std::vector<uint8_t> cbor = json::to_cbor(meta);
+  std::vector<uint8_t> out(plan::dataOffset(cbor.size()), 0);
+  std::copy(f.begin(), f.begin() + plan::kHeaderSize, out.begin());
+  std::copy(cbor.begin(), cbor.end(), out.begin() + plan::metaOffset());
+  out.insert(out.end(), f.begin() + oldData, f.end());
+  plan::storeLE(&out[plan::kHeaderMetaLenOffset], cbor.size(), 8);
+  reseal(out);
+  return out;
+}
+
+TEST(PlanFile, RoundTripIsExact) {
+  auto g = test::seedTrainingGraph();
+  plan::Plan p = codegen::lowerToPlan(*g, {5});
+  std::vector<uint8_t> bytes = plan::serializePlan(p);
+  plan::Plan q = plan::deserializePlan(bytes.data(), bytes.size(), "plan.bin");
+  EXPECT_EQ(plan::serializePlan(q), bytes);
+  EXPECT_EQ(printed(q), printed(p));
+  EXPECT_EQ(q.initialValues, p.initialValues);
+  EXPECT_EQ(q.seed, 5u);
+  ASSERT_EQ(q.devices.size(), p.devices.size());
+  for (size_t d = 0; d < p.devices.size(); ++d) {
+    ASSERT_EQ(q.devices[d].instrs.size(), p.devices[d].instrs.size());
+    for (size_t i = 0; i < p.devices[d].instrs.size(); ++i) {
+      EXPECT_EQ(q.devices[d].instrs[i].attrs, p.devices[d].instrs[i].attrs);
+      EXPECT_EQ(q.devices[d].instrs[i].inputs, p.devices[d].instrs[i].inputs);
+    }
+    EXPECT_EQ(q.devices[d].arenaBytes, p.devices[d].arenaBytes);
+  }
+  EXPECT_EQ(q.optimizer.hyper, p.optimizer.hyper);
+}
+
+TEST(PlanFile, AttributeKindsSurviveTheRoundTrip) {
+  plan::Plan p;
+  p.model = "attrs";
+  plan::DeviceProgram d;
+  d.device = "cpu:0";
+  d.buffers.push_back({0, "a", plan::DType::F32, {2}, plan::Region::Persistent, 0, 8});
+  d.persistentBytes = 64;
+  plan::Instr in;
+  in.op = "test";
+  in.attrs = {{"b", true}, {"i", int64_t(-3)}, {"f", 2.0}, {"g", 1e-300}, {"s", std::string("x")},
+              {"l", std::vector<int64_t>{}}, {"m", std::vector<int64_t>{-1, 5}}};
+  in.output = 0;
+  d.instrs.push_back(in);
+  p.devices.push_back(d);
+  std::vector<uint8_t> bytes = plan::serializePlan(p);
+  plan::Plan q = plan::deserializePlan(bytes.data(), bytes.size(), "plan.bin");
+  EXPECT_EQ(q.devices[0].instrs[0].attrs, in.attrs);
+}
+
+TEST(PlanFile, WritesAreByteForByteDeterministic) {
+  EXPECT_EQ(seedPlanBytes(), seedPlanBytes());
+}
+
+TEST(PlanFile, LayoutIsAsDocumented) {
+  std::vector<uint8_t> f = seedPlanBytes();
+  EXPECT_EQ(std::string(reinterpret_cast<const char *>(f.data()), 7), "MPCPLAN");
+  EXPECT_EQ(f[7], 0);
+  EXPECT_EQ(plan::loadLE(&f[8], 4), 1u);
+  uint64_t data = plan::dataOffset(metaLen(f));
+  EXPECT_EQ(data % 64, 0u);
+  EXPECT_EQ(data + plan::loadLE(&f[24], 8), f.size());
+}
+
+TEST(PlanFile, TruncationAtEverySectionBoundaryIsRejected) {
+  std::vector<uint8_t> f = seedPlanBytes();
+  json meta = decodeMeta(f);
+  uint64_t data = plan::dataOffset(metaLen(f));
+  std::vector<size_t> cuts = {0, 1, 7, 8, 12, 16, 24, 32, 39, 40, 41};
+  cuts.push_back(size_t(plan::metaOffset() + metaLen(f) - 1));
+  cuts.push_back(size_t(plan::metaOffset() + metaLen(f)));
+  cuts.push_back(size_t(data));
+  for (const json &v : meta["initial_values"]) {
+    cuts.push_back(size_t(data + v["offset"].get<uint64_t>()));
+    cuts.push_back(size_t(data + v["offset"].get<uint64_t>() + v["bytes"].get<uint64_t>() - 1));
+  }
+  cuts.push_back(f.size() - 1);
+  for (size_t cut : cuts) {
+    ASSERT_LT(cut, f.size());
+    std::vector<uint8_t> t(f.begin(), f.begin() + cut);
+    EXPECT_NE(parseError(t), "") << "cut at " << cut;
+  }
+  std::vector<uint8_t> t(f.begin(), f.begin() + 20);
+  EXPECT_EQ(parseError(t), "plan.bin: error: header: file is truncated: 20 bytes, shorter than "
+                           "the 40-byte header");
+  t.assign(f.begin(), f.end() - 1);
+  EXPECT_NE(parseError(t).find("plan.bin: error: header: file is " + std::to_string(f.size() - 1) +
+                               " bytes but its header describes " + std::to_string(f.size())),
+            std::string::npos)
+      << parseError(t);
+}
+
+TEST(PlanFile, TruncationAtRandomPointsIsRejected) {
+  std::vector<uint8_t> f = seedPlanBytes();
+  std::mt19937 rng(1);
+  for (int i = 0; i < 300; ++i) {
+    size_t cut = rng() % f.size();
+    std::vector<uint8_t> t(f.begin(), f.begin() + cut);
+    EXPECT_NE(parseError(t), "") << "cut at " << cut;
+  }
+  std::vector<uint8_t> longer = f;
+  longer.push_back(0);
+  EXPECT_NE(parseError(longer), "");
+}
+
+TEST(PlanFile, EveryFlippedByteIsRejected) {
+  std::vector<uint8_t> f = seedPlanBytes();
+  for (size_t i = 0; i < f.size(); ++i) {
+    std::vector<uint8_t> t = f;
+    t[i] ^= uint8_t(1u << (i % 8));
+    EXPECT_NE(parseError(t), "") << "flip at " << i;
+  }
+  std::vector<uint8_t> t = f;
+  t[plan::metaOffset() + 5] ^= 0x10;
+  EXPECT_NE(parseError(t).find("plan.bin: error: header: checksum mismatch"), std::string::npos);
+}
+
+TEST(PlanFile, ResealedFlipsNeverCrash) {
+  // With the checksum recomputed, damage reaches the decoder and the field
+  // checks: each file is rejected with a UserError or, when the flip hit a
+  // harmless spot (a letter in a name), read as a plan that verifies.
+  std::vector<uint8_t> f = seedPlanBytes();
+  std::mt19937 rng(2);
+  int rejected = 0;
+  for (size_t i = plan::kHeaderSize; i < f.size(); i += 1 + rng() % 3) {
+    std::vector<uint8_t> t = f;
+    t[i] ^= uint8_t(1 + rng() % 255);
+    reseal(t);
+    std::string err = parseError(t);
+    if (!err.empty()) {
+      ++rejected;
+      EXPECT_EQ(err.rfind("plan.bin: error: ", 0), 0u) << err;
+    } else {
+      plan::Plan q = plan::deserializePlan(t.data(), t.size(), "plan.bin");
+      EXPECT_TRUE(plan::verifyPlan(q).empty());
+    }
+  }
+  EXPECT_GT(rejected, 100);
+}
+
+TEST(PlanFile, ForeignFileIsRejected) {
+  std::string text = "{\"mpc\": 1, \"name\": \"not a plan\"}\n";
+  std::vector<uint8_t> t(text.begin(), text.end());
+  EXPECT_EQ(parseError(t), "plan.bin: error: header: not an mpc plan file (bad magic; expected "
+                           "\"MPCPLAN\\0\")");
+  EXPECT_NE(parseError({}), "");
+  EXPECT_NE(parseError({'M', 'P', 'C'}), "");
+}
+
+TEST(PlanFile, FutureVersionIsRejected) {
+  std::vector<uint8_t> f = seedPlanBytes();
+  plan::storeLE(&f[plan::kHeaderVersionOffset], 7, 4);
+  EXPECT_EQ(parseError(f),
+            "plan.bin: error: header: plan format version 7 is newer than this mpc supports (1)");
+  plan::storeLE(&f[plan::kHeaderVersionOffset], 0, 4);
+  EXPECT_NE(parseError(f), "");
+}
+
+TEST(PlanFile, HugeLengthsAreRejectedBeforeAllocating) {
+  std::vector<uint8_t> f = seedPlanBytes();
+  std::vector<uint8_t> t = f;
+  plan::storeLE(&t[plan::kHeaderMetaLenOffset], ~uint64_t(0), 8);
+  EXPECT_NE(parseError(t).find("meta length"), std::string::npos);
+  t = f;
+  plan::storeLE(&t[plan::kHeaderDataLenOffset], ~uint64_t(0) - 10, 8);
+  EXPECT_NE(parseError(t).find("header describes more than that"), std::string::npos) << parseError(t);
+}
+
+TEST(PlanFile, HostileCborIsRejected) {
+  std::vector<uint8_t> f = seedPlanBytes();
+  auto withRawMeta = [&](std::vector<uint8_t> cbor) {
+    std::vector<uint8_t> out(plan::dataOffset(cbor.size()), 0);
+    std::copy(f.begin(), f.begin() + plan::kHeaderSize, out.begin());
+    std::copy(cbor.begin(), cbor.end(), out.begin() + plan::metaOffset());
+    plan::storeLE(&out[plan::kHeaderMetaLenOffset], cbor.size(), 8);
+    plan::storeLE(&out[plan::kHeaderDataLenOffset], 0, 8);
+    reseal(out);
+    return out;
+  };
+  std::vector<uint8_t> deep(200000, 0x81); // [[[[...]]]]
+  deep.push_back(0x00);
+  EXPECT_NE(parseError(withRawMeta(deep)).find("meta: structured part nested too deeply"),
+            std::string::npos);
+  // An array claiming 2^64-1 elements, a string claiming 2^32 bytes.
+  EXPECT_NE(parseError(withRawMeta({0x9b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})), "");
+  EXPECT_NE(parseError(withRawMeta({0x7a, 0xff, 0xff, 0xff, 0xff, 'a'})), "");
+  EXPECT_NE(parseError(withRawMeta({0x9f, 0x01, 0xff})).find("indefinite"), std::string::npos);
+  EXPECT_NE(parseError(withRawMeta({0xc1, 0x00})).find("tag"), std::string::npos);
+  EXPECT_NE(parseError(withRawMeta({0x01, 0x02})).find("trailing"), std::string::npos);
+  EXPECT_NE(parseError(withRawMeta({0x01})).find("meta: /: expected an object, got number"),
+            std::string::npos)
+      << parseError(withRawMeta({0x01}));
+  EXPECT_NE(parseError(withRawMeta({0xa1, 0x01, 0x02})), ""); // a map with an integer key
+}
+
+TEST(PlanFile, FieldTypesAreCheckedWithTheirPointer) {
+  std::vector<uint8_t> f = seedPlanBytes();
+  json meta = decodeMeta(f);
+  json m = meta;
+  m["devices"][0]["instrs"][0]["inputs"][1] = "w0";
+  EXPECT_EQ(parseError(withMeta(f, m)), "plan.bin: error: meta: /devices/0/instrs/0/inputs/1: "
+                                        "expected an unsigned integer, got string");
+  m = meta;
+  m["devices"][1]["buffers"][0]["offset"] = -64;
+  EXPECT_EQ(parseError(withMeta(f, m)), "plan.bin: error: meta: /devices/1/buffers/0/offset: "
+                                        "expected an unsigned integer, got a negative integer");
+  m = meta;
+  m["devices"][0].erase("instrs");
+  EXPECT_EQ(parseError(withMeta(f, m)), "plan.bin: error: meta: /devices/0: missing field 'instrs'");
+  m = meta;
+  m["devices"][0]["buffers"][0]["shape"] = json::array({1u << 30, 1u << 30});
+  EXPECT_EQ(parseError(withMeta(f, m)),
+            "plan.bin: error: meta: /devices/0/buffers/0/shape: shape has too many elements");
+  m = meta;
+  m["devices"][0]["instrs"][0]["kind"] = "jump";
+  EXPECT_NE(parseError(withMeta(f, m)).find("unknown instruction kind 'jump'"), std::string::npos);
+  m = meta;
+  m["initial_values"][0]["offset"] = 1u << 20;
+  EXPECT_NE(parseError(withMeta(f, m)).find("meta: /initial_values/0: bytes [1048576"),
+            std::string::npos)
+      << parseError(withMeta(f, m));
+  m = meta;
+  m["initial_values"][1]["bytes"] = 4;
+  EXPECT_NE(parseError(withMeta(f, m)).find("meta: /initial_values/1/bytes"), std::string::npos);
+}
+
+TEST(PlanFile, BrokenCrossReferencesAreRejectedByTheVerifier) {
+  std::vector<uint8_t> f = seedPlanBytes();
+  json meta = decodeMeta(f);
+  json m = meta;
+  m["devices"][0]["instrs"][0]["inputs"][0] = 999;
+  EXPECT_NE(parseError(withMeta(f, m))
+                .find("plan.bin: error: verify: /devices/0/instrs/0/inputs/0: buffer 999 does not "
+                      "exist (cpu:0 has"),
+            std::string::npos)
+      << parseError(withMeta(f, m));
+  m = meta;
+  m["devices"][0]["arena_bytes"] = 64;
+  EXPECT_NE(parseError(withMeta(f, m)).find("lie outside the arena"), std::string::npos);
+  m = meta;
+  for (json &in : m["devices"][0]["instrs"])
+    if (in["kind"] == "send") in["channel"] = 77;
+  EXPECT_NE(parseError(withMeta(f, m)).find("no matching"), std::string::npos);
+  m = meta;
+  m["params"][0]["device"] = 9;
+  EXPECT_NE(parseError(withMeta(f, m)).find("verify: /params/0/device: device 9 does not exist"),
+            std::string::npos);
+}
+
+plan::Plan twoDevicePlan() {
+  plan::Plan p;
+  p.model = "t";
+  for (int d = 0; d < 2; ++d) {
+    plan::DeviceProgram prog;
+    prog.device = "cpu:" + std::to_string(d);
+    prog.buffers.push_back({0, "a", plan::DType::F32, {4}, plan::Region::Arena, 0, 16});
+    prog.buffers.push_back({1, "b", plan::DType::F32, {4}, plan::Region::Arena, 64, 16});
+    prog.arenaBytes = 128;
+    p.devices.push_back(prog);
+  }
+  return p;
+}
+
+plan::Instr kernel(std::vector<uint32_t> in, uint32_t out) {
+  plan::Instr i;
+  i.op = "relu";
+  i.inputs = std::move(in);
+  i.output = out;
+  return i;
+}
+plan::Instr send(uint32_t b, uint32_t peer, uint32_t ch) {
+  plan::Instr i;
+  i.kind = plan::InstrKind::Send;
+  i.inputs = {b};
+  i.peer = peer;
+  i.channel = ch;
+  return i;
+}
+plan::Instr recv(uint32_t b, uint32_t peer, uint32_t ch) {
+  plan::Instr i;
+  i.kind = plan::InstrKind::Recv;
+  i.output = b;
+  i.peer = peer;
+  i.channel = ch;
+  return i;
+}
+
+TEST(PlanVerifier, DetectsDeadlock) {
+  plan::Plan p = twoDevicePlan();
+  p.devices[0].instrs = {recv(0, 1, 0), send(0, 1, 1)};
+  p.devices[1].instrs = {recv(0, 0, 1), send(0, 0, 0)};
+  auto problems = plan::verifyPlan(p);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_NE(problems[0].find("deadlocks"), std::string::npos) << problems[0];
+  p.devices[0].instrs = {kernel({}, 0), send(0, 1, 1), recv(1, 1, 0)};
+  p.devices[1].instrs = {recv(0, 0, 1), send(0, 0, 0)};
+  EXPECT_TRUE(plan::verifyPlan(p).empty());
+}
+
+TEST(PlanVerifier, DetectsLiveArenaOverlapAndUseBeforeDefinition) {
+  plan::Plan p = twoDevicePlan();
+  p.devices[0].buffers[1].offset = 0;
+  p.devices[0].instrs = {kernel({}, 0), kernel({0}, 1)};
+  auto problems = plan::verifyPlan(p);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0], "/devices/0/buffers/1: arena buffers 0 ('a') and 1 ('b') share bytes "
+                         "while both are live");
+  // Once 'a' is dead, 'b' may take its bytes.
+  p.devices[0].instrs = {kernel({}, 0), kernel({}, 1)};
+  EXPECT_TRUE(plan::verifyPlan(p).empty());
+  p.devices[0].buffers[1].offset = 64;
+  p.devices[0].instrs = {kernel({1}, 0)};
+  problems = plan::verifyPlan(p);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("before any instruction writes it"), std::string::npos);
+}
+
+TEST(PlanVerifier, DetectsMismatchedTransfers) {
+  plan::Plan p = twoDevicePlan();
+  p.devices[1].buffers[0].shape = {2, 2};
+  p.devices[0].instrs = {kernel({}, 0), send(0, 1, 0)};
+  p.devices[1].instrs = {recv(0, 0, 0)};
+  auto problems = plan::verifyPlan(p);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("sends f32[4] but receives f32[2,2]"), std::string::npos);
+  p.devices[1].buffers[0].shape = {4};
+  p.devices[0].instrs = {kernel({}, 0), send(0, 0, 0)};
+  EXPECT_FALSE(plan::verifyPlan(p).empty());
+}
+
+TEST(PlanPrinter, ShowsInstructionsReadably) {
+  auto g = test::seedTrainingGraph();
+  std::string s = printed(codegen::lowerToPlan(*g, {0}));
+  EXPECT_NE(s.find("plan regression3 (seed 0)\ndevices: cpu:0 cpu:1 cpu:2\noptimizer: adam {"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("param %w0 : f32[2,2] @cpu:0"), std::string::npos) << s;
+  EXPECT_NE(s.find("\ndevice cpu:1 (arena "), std::string::npos) << s;
+  EXPECT_NE(s.find(": recv %z0.to.cpu1 <- cpu:0 #ch0\n"), std::string::npos) << s;
+  EXPECT_NE(s.find(": send %z0 -> cpu:1 #ch0\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("%h1 = matmul(%z0.to.cpu1 @b"), std::string::npos) << s;
+  EXPECT_NE(s.find("{transpose_a=false, transpose_b=false} : f32[100,2] @b"), std::string::npos) << s;
+}
+
+} // namespace
+} // namespace mpc
