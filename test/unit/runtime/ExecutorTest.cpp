@@ -1,0 +1,160 @@
+//===- test/unit/runtime/ExecutorTest.cpp - workers, transfers, errors --===//
+//
+// Hand-built two-device plans: a value computed on one device reaches the
+// other through a send/recv pair (a copy, not shared memory); an error on
+// one device while the other waits in a recv stops both and surfaces as the
+// UserError, without hanging; the executor refuses to continue afterwards.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/Executor.h"
+#include "runtime/plan/PlanIO.h"
+#include "support/Error.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace mpc::runtime {
+namespace {
+
+struct PlanBuilder {
+  plan::Plan p;
+  uint32_t device(const std::string &name) {
+    plan::DeviceProgram d;
+    d.device = name;
+    p.devices.push_back(d);
+    return uint32_t(p.devices.size() - 1);
+  }
+  uint32_t buffer(uint32_t dev, const std::string &name, plan::DType dt,
+                  std::vector<int64_t> shape, plan::Region region) {
+    plan::DeviceProgram &d = p.devices[dev];
+    plan::Buffer b;
+    b.id = uint32_t(d.buffers.size());
+    b.name = name;
+    b.dtype = dt;
+    b.shape = std::move(shape);
+    b.region = region;
+    b.bytes = uint64_t(b.numElements()) * 4;
+    uint64_t &top = region == plan::Region::Persistent ? d.persistentBytes : d.arenaBytes;
+    b.offset = top;
+    top += (b.bytes + 63) / 64 * 64;
+    d.noReuseBytes = d.arenaBytes;
+    d.buffers.push_back(b);
+    return b.id;
+  }
+  void kernel(uint32_t dev, const std::string &op, std::vector<uint32_t> in, uint32_t out,
+              plan::AttrMap attrs = {}) {
+    plan::Instr i;
+    i.kind = plan::InstrKind::Kernel;
+    i.op = op;
+    i.inputs = std::move(in);
+    i.output = out;
+    i.attrs = std::move(attrs);
+    i.node = p.devices[dev].buffers[out].name;
+    p.devices[dev].instrs.push_back(i);
+  }
+  void transfer(uint32_t from, uint32_t fromBuf, uint32_t to, uint32_t toBuf, uint32_t channel) {
+    plan::Instr s;
+    s.kind = plan::InstrKind::Send;
+    s.inputs = {fromBuf};
+    s.peer = to;
+    s.channel = channel;
+    s.node = p.devices[to].buffers[toBuf].name;
+    p.devices[from].instrs.push_back(s);
+    plan::Instr r;
+    r.kind = plan::InstrKind::Recv;
+    r.output = toBuf;
+    r.peer = from;
+    r.channel = channel;
+    r.node = s.node;
+    p.devices[to].instrs.push_back(r);
+  }
+  plan::TensorRef ref(uint32_t dev, uint32_t buf) {
+    const plan::Buffer &b = p.devices[dev].buffers[buf];
+    return plan::TensorRef{b.name, b.dtype, b.shape, dev, buf};
+  }
+};
+
+/// cpu:0: h = scale(x, 2) -> cpu:1: z = exp(h). Optionally a cross-entropy
+/// with labels on cpu:0 before the send (to inject a data error).
+plan::Plan twoDevicePlan(bool withLabels) {
+  PlanBuilder b;
+  uint32_t d0 = b.device("cpu:0"), d1 = b.device("cpu:1");
+  uint32_t x = b.buffer(d0, "x", plan::DType::F32, {4}, plan::Region::Persistent);
+  uint32_t h = b.buffer(d0, "h", plan::DType::F32, {4}, plan::Region::Arena);
+  b.p.inputs.push_back(b.ref(d0, x));
+  if (withLabels) {
+    uint32_t logits = b.buffer(d0, "logits", plan::DType::F32, {2, 2}, plan::Region::Arena);
+    uint32_t labels = b.buffer(d0, "labels", plan::DType::I32, {2}, plan::Region::Persistent);
+    uint32_t ce = b.buffer(d0, "ce", plan::DType::F32, {}, plan::Region::Persistent);
+    b.kernel(d0, "reshape", {x}, logits, {{"shape", std::vector<int64_t>{2, 2}}});
+    b.kernel(d0, "softmax_cross_entropy", {logits, labels}, ce);
+    b.p.inputs.push_back(b.ref(d0, labels));
+  }
+  b.kernel(d0, "scale", {x}, h, {{"value", 2.0}});
+  uint32_t h1 = b.buffer(d1, "h.to.cpu1", plan::DType::F32, {4}, plan::Region::Arena);
+  uint32_t z = b.buffer(d1, "z", plan::DType::F32, {4}, plan::Region::Persistent);
+  b.transfer(d0, h, d1, h1, 0);
+  b.kernel(d1, "exp", {h1}, z);
+  b.p.outputs.push_back(b.ref(d1, z));
+  return b.p;
+}
+
+TEST(Executor, TransfersBetweenDevices) {
+  plan::Plan p = twoDevicePlan(false);
+  ASSERT_TRUE(plan::verifyPlan(p).empty()) << plan::verifyPlan(p).front();
+  Executor ex(p);
+  EXPECT_EQ(ex.numDevices(), 2u);
+  std::vector<float> x = {0, 0.5f, -1, 1};
+  for (int step = 0; step < 3; ++step) {
+    x[0] = float(step);
+    ex.write(*ex.findInput("x"), x.data(), 16);
+    ex.step();
+    std::vector<float> z = ex.readFloats(*ex.findOutput("z"));
+    for (size_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(z[i], float(std::exp(2.0 * x[i])));
+  }
+  DeviceStats s = ex.stats();
+  EXPECT_EQ(s.bytesSent, 3u * 16);
+  EXPECT_EQ(s.bytesReceived, 3u * 16);
+  EXPECT_EQ(ex.instructionsPerStep(), 4u);
+}
+
+TEST(Executor, ErrorOnOneDeviceStopsAllWithoutHanging) {
+  plan::Plan p = twoDevicePlan(true);
+  ASSERT_TRUE(plan::verifyPlan(p).empty()) << plan::verifyPlan(p).front();
+  Executor ex(p);
+  std::vector<float> x = {0, 0.5f, -1, 1};
+  std::vector<int32_t> good = {0, 1}, bad = {0, 5};
+  ex.write(*ex.findInput("x"), x.data(), 16);
+  ex.write(*ex.findInput("labels"), good.data(), 8);
+  ex.step();
+  ex.write(*ex.findInput("labels"), bad.data(), 8);
+  // cpu:1 is blocked in its recv when cpu:0 fails: the executor must close the
+  // channels so that it wakes up, and report cpu:0's error.
+  try {
+    ex.step();
+    FAIL() << "expected a UserError";
+  } catch (const UserError &e) {
+    EXPECT_EQ(e.where(), "device cpu:0, instruction 1 (softmax_cross_entropy 'ce')");
+    EXPECT_EQ(e.message(), "label 5 out of range [0, 2) at row 1");
+  }
+  EXPECT_THROW(ex.step(), UserError);
+}
+
+TEST(Executor, ManyStepsAreDeterministic) {
+  plan::Plan p = twoDevicePlan(false);
+  std::vector<float> last[2];
+  for (int run = 0; run < 2; ++run) {
+    Executor ex(p);
+    std::vector<float> x = {0.1f, 0.2f, 0.3f, 0.4f};
+    for (int step = 0; step < 200; ++step) {
+      ex.write(*ex.findInput("x"), x.data(), 16);
+      ex.step();
+    }
+    last[run] = ex.readFloats(*ex.findOutput("z"));
+  }
+  EXPECT_EQ(last[0], last[1]);
+}
+
+} // namespace
+} // namespace mpc::runtime
