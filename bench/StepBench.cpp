@@ -1,0 +1,228 @@
+//===- bench/StepBench.cpp - step time of the CPU runtime ---------------===//
+//
+// Google Benchmark programs, each compiling its model in-process exactly as
+// `mpc compile` does and timing Executor::step():
+//   * SeedModelStep: the seed model (three affine layers on three devices,
+//     batch 100, Adam). Tiny kernels: the figure is dominated by dispatch and
+//     cross-device hand-offs.
+//   * Mlp4x1024Step: 4 dense 1024-wide layers with relu on 2 devices (two
+//     layers each), batch 64, mse loss, SGD. Dominated by sgemm.
+//   * InstructionOverhead: a forward-only chain of 1000 `neg` kernels on an
+//     f32[1] on one device: time per instruction of the executor.
+// Each reports counters, and a baseline measured in the same run so that the
+// figures read as ratios, independent of the machine:
+//   * vs_sgemm (MLP): step time / time of the same 12 cblas_sgemm calls
+//     (forward, dX and dW of each layer) issued back to back on one thread;
+//   * vs_loop (overhead): time per instruction / time per call of the same
+//     negation through a plain function pointer in a loop;
+//   * vs_seq (seed model): step time / the same plan compiled for one device.
+// See docs/runtime.md for how to run it and the recorded figures.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/Lower.h"
+#include "ir/JsonReader.h"
+#include "passes/PassManager.h"
+#include "runtime/Executor.h"
+#include "support/FileIO.h"
+
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <chrono>
+#include <random>
+#include <sstream>
+
+namespace {
+
+using namespace mpc;
+using Clock = std::chrono::steady_clock;
+
+plan::Plan compileJson(const std::string &json,
+                       std::map<std::string, std::string> groupMap = {}) {
+  auto graph = ir::readModelJson(json, "bench.json");
+  passes::PassContext ctx;
+  ctx.options.groupMap = std::move(groupMap);
+  passes::PassManager pm(ctx, passes::Instrumentation{});
+  pm.addPipeline(passes::defaultPipeline(*graph));
+  pm.run(*graph);
+  return codegen::lowerToPlan(*graph, codegen::LowerOptions{0});
+}
+
+void fillInputs(runtime::Executor &ex) {
+  std::mt19937 rng(0);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (const plan::TensorRef &t : ex.plan().inputs) {
+    std::vector<float> v(size_t(t.numElements()));
+    for (float &x : v) x = u(rng);
+    ex.write(t, v.data(), v.size() * 4);
+  }
+}
+
+/// Seconds per step of `ex`, over at least `minSeconds`.
+double secondsPerStep(runtime::Executor &ex, double minSeconds) {
+  ex.step();
+  int64_t n = 0;
+  auto start = Clock::now();
+  double el = 0;
+  do {
+    ex.step();
+    ++n;
+    el = std::chrono::duration<double>(Clock::now() - start).count();
+  } while (el < minSeconds);
+  return el / double(n);
+}
+
+void runSteps(benchmark::State &state, runtime::Executor &ex) {
+  for (auto _ : state) ex.step();
+  state.counters["instr/step"] = double(ex.instructionsPerStep());
+}
+
+void SeedModelStep(benchmark::State &state) {
+  std::string json = readFileText(std::string(MPC_SOURCE_DIR) + "/examples/regression3/model.json");
+  runtime::Executor one(compileJson(json, {{"stage0", "cpu:0"}, {"stage1", "cpu:0"},
+                                           {"stage2", "cpu:0"}}));
+  fillInputs(one);
+  double baseline = secondsPerStep(one, 0.2);
+  runtime::Executor ex(compileJson(json));
+  fillInputs(ex);
+  auto start = Clock::now();
+  runSteps(state, ex);
+  double perStep =
+      std::chrono::duration<double>(Clock::now() - start).count() / double(state.iterations());
+  state.counters["us/step"] = perStep * 1e6;
+  state.counters["devices"] = double(ex.numDevices());
+  state.counters["vs_seq"] = perStep / baseline;
+  state.counters["ns/instr"] = perStep * 1e9 / double(ex.instructionsPerStep());
+}
+BENCHMARK(SeedModelStep)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+constexpr int kBatch = 64, kWidth = 1024, kLayers = 4;
+
+std::string mlpJson() {
+  std::ostringstream os;
+  os << R"({"mpc": 1, "name": "mlp4x1024", "inputs": {"x": {"shape": [)" << kBatch << ","
+     << kWidth << R"(]}, "y": {"shape": [)" << kBatch << "," << kWidth << R"(]}}, "params": {)";
+  for (int l = 0; l < kLayers; ++l)
+    os << (l ? "," : "") << "\"w" << l << R"(": {"shape": [)" << kWidth << "," << kWidth
+       << R"(], "init": {"xavier": {"magnitude": 2.0}}, "device": ")" << (l < 2 ? "a" : "b")
+       << R"("}, "b)" << l << R"(": {"shape": [)" << kWidth
+       << R"(], "init": {"constant": 0.0}, "device": ")" << (l < 2 ? "a" : "b") << "\"}";
+  os << R"(}, "nodes": [)";
+  std::string in = "x";
+  for (int l = 0; l < kLayers; ++l) {
+    std::string h = "h" + std::to_string(l), z = "z" + std::to_string(l),
+                a = "a" + std::to_string(l);
+    os << (l ? "," : "") << R"({"name": ")" << h << R"(", "op": "matmul", "inputs": [")" << in
+       << R"(", "w)" << l << R"("], "device": ")" << (l < 2 ? "a" : "b") << "\"},"
+       << R"({"name": ")" << z << R"(", "op": "add", "inputs": [")" << h << R"(", "b)" << l
+       << "\"]}";
+    in = z;
+    if (l + 1 < kLayers) {
+      os << R"(,{"name": ")" << a << R"(", "op": "relu", "inputs": [")" << z << "\"]}";
+      in = a;
+    }
+  }
+  os << R"(,{"name": "loss", "op": "mse_loss", "inputs": [")" << in << R"(", "y"]}],)"
+     << R"("loss": "loss", "optimizer": {"sgd": {"lr": 0.001}}})";
+  return os.str();
+}
+
+/// The 12 sgemm calls of one MLP step (forward, dX, dW per layer), one thread.
+double sgemmBaselineSeconds() {
+  std::vector<float> act(size_t(kBatch) * kWidth, 0.5f), w(size_t(kWidth) * kWidth, 0.01f),
+      out(size_t(kBatch) * kWidth), dw(size_t(kWidth) * kWidth);
+  auto once = [&] {
+    for (int l = 0; l < kLayers; ++l) // forward: [B,W] x [W,W]
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kBatch, kWidth, kWidth, 1.f,
+                  act.data(), kWidth, w.data(), kWidth, 0.f, out.data(), kWidth);
+    for (int l = 0; l < kLayers; ++l) {
+      // dX = dY W^T and dW = X^T dY
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, kBatch, kWidth, kWidth, 1.f,
+                  out.data(), kWidth, w.data(), kWidth, 0.f, act.data(), kWidth);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, kWidth, kWidth, kBatch, 1.f,
+                  act.data(), kWidth, out.data(), kWidth, 0.f, dw.data(), kWidth);
+    }
+  };
+  once();
+  int n = 0;
+  auto start = Clock::now();
+  double el = 0;
+  do {
+    once();
+    ++n;
+    el = std::chrono::duration<double>(Clock::now() - start).count();
+  } while (el < 0.5);
+  return el / n;
+}
+
+void Mlp4x1024Step(benchmark::State &state) {
+  runtime::Executor ex(compileJson(mlpJson()));
+  fillInputs(ex);
+  double baseline = sgemmBaselineSeconds();
+  auto start = Clock::now();
+  runSteps(state, ex);
+  double perStep =
+      std::chrono::duration<double>(Clock::now() - start).count() / double(state.iterations());
+  double flops = 3.0 * kLayers * 2.0 * kBatch * double(kWidth) * kWidth; // fwd + dX + dW
+  state.counters["us/step"] = perStep * 1e6;
+  state.counters["devices"] = double(ex.numDevices());
+  state.counters["GFLOP/s"] = flops / perStep * 1e-9;
+  state.counters["sgemm_GFLOP/s"] = flops / baseline * 1e-9;
+  state.counters["vs_sgemm"] = perStep / baseline;
+}
+BENCHMARK(Mlp4x1024Step)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+constexpr int kChain = 1000;
+
+std::string chainJson() {
+  std::ostringstream os;
+  os << R"({"mpc": 1, "name": "chain", "inputs": {"x": {"shape": [1]}}, "nodes": [)";
+  std::string prev = "x";
+  for (int i = 0; i < kChain; ++i) {
+    std::string n = "n" + std::to_string(i);
+    os << (i ? "," : "") << R"({"name": ")" << n << R"(", "op": "neg", "inputs": [")" << prev
+       << "\"]}";
+    prev = n;
+  }
+  os << R"(], "outputs": [")" << prev << "\"]}";
+  return os.str();
+}
+
+using NegFn = void (*)(const float *, float *, int64_t);
+void negKernel(const float *x, float *o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = -x[i];
+}
+NegFn volatile gNeg = negKernel; // defeats inlining: one indirect call per op
+
+double loopBaselineSecondsPerCall() {
+  std::vector<float> buf(2 * kChain + 2, 1.f);
+  int64_t calls = 0;
+  auto start = Clock::now();
+  double el = 0;
+  do {
+    for (int i = 0; i < kChain; ++i) gNeg(&buf[size_t(i)], &buf[size_t(i + 1)], 1);
+    calls += kChain;
+    el = std::chrono::duration<double>(Clock::now() - start).count();
+  } while (el < 0.2);
+  benchmark::DoNotOptimize(buf.data());
+  return el / double(calls);
+}
+
+void InstructionOverhead(benchmark::State &state) {
+  runtime::Executor ex(compileJson(chainJson()));
+  fillInputs(ex);
+  double baseline = loopBaselineSecondsPerCall();
+  auto start = Clock::now();
+  runSteps(state, ex);
+  double perStep =
+      std::chrono::duration<double>(Clock::now() - start).count() / double(state.iterations());
+  double perInstr = perStep / double(ex.instructionsPerStep());
+  state.counters["us/step"] = perStep * 1e6;
+  state.counters["ns/instr"] = perInstr * 1e9;
+  state.counters["vs_loop"] = perInstr / baseline;
+}
+BENCHMARK(InstructionOverhead)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+} // namespace
+
+BENCHMARK_MAIN();
