@@ -30,6 +30,10 @@
 #include <set>
 #include <unistd.h>
 
+#ifdef MPC_HAVE_CUDA
+#include "runtime/cuda/CudaBackend.h"
+#endif
+
 namespace mpc::tool {
 
 namespace {
@@ -44,7 +48,41 @@ struct RunArgs {
   uint64_t seed = 0;
   std::string init, save;
   int64_t logEvery = 100;
+  std::string backend = "auto"; ///< auto, cpu, cuda
+  std::string deviceMap, transport;
+  bool allowTf32 = false;
 };
+
+bool planUsesGpu(const plan::Plan &p) {
+  for (const plan::DeviceProgram &d : p.devices)
+    if (d.device.rfind("gpu:", 0) == 0) return true;
+  return false;
+}
+
+/// The executor for `p` on the backend chosen by --backend: the CUDA runtime
+/// for plans with gpu:N devices in a CUDA build (auto), else the CPU runtime.
+std::unique_ptr<runtime::Executor> makeExecutor(plan::Plan p, const RunArgs &args) {
+  bool gpu = planUsesGpu(p);
+#ifdef MPC_HAVE_CUDA
+  if (args.backend == "cuda" || (args.backend == "auto" && gpu)) {
+    runtime::cuda::CudaOptions opts =
+        runtime::cuda::parseCudaOptions(args.deviceMap, args.transport, args.allowTf32);
+    runtime::cuda::CudaRun run = runtime::cuda::prepareCudaRun(p, opts);
+    return std::make_unique<runtime::Executor>(std::move(p), std::move(run.factory),
+                                               std::move(run.transport));
+  }
+#else
+  if (args.backend == "cuda")
+    throw UserError("", "--backend", "this mpc was built without the CUDA runtime");
+  if (!args.deviceMap.empty() || !args.transport.empty() || args.allowTf32)
+    throw UserError("", "--device-map/--transport/--allow-tf32",
+                    "this mpc was built without the CUDA runtime");
+  if (gpu)
+    std::cerr << "mpc run: note: this mpc has no CUDA runtime; the plan's gpu devices run on "
+                 "the CPU runtime\n";
+#endif
+  return std::make_unique<runtime::Executor>(std::move(p));
+}
 
 std::string typeStr(plan::DType dt, const std::vector<int64_t> &shape) {
   std::string s = std::string(plan::dtypeName(dt)) + "[";
@@ -304,7 +342,8 @@ void run(const RunArgs &args) {
     outputs.push_back({ref, file, {}});
   }
 
-  runtime::Executor ex(std::move(p));
+  std::unique_ptr<runtime::Executor> executor = makeExecutor(std::move(p), args);
+  runtime::Executor &ex = *executor;
   const plan::Plan &plan = ex.plan();
   // Dataset refs pointed into the moved-from plan: rebind by name.
   for (Dataset &d : data) d.ref = ex.findInput(d.ref->name);
@@ -393,6 +432,17 @@ void addRunCommand(CLI::App &app) {
                   "Print 'step N loss L' every K steps and at the last step (default 100)");
   cmd->add_flag("--print-params", args->printParams,
                 "Print each parameter after the run (name, type, up to 16 values)");
+  cmd->add_option("--backend", args->backend,
+                  "Runtime: auto (default: CUDA for plans with gpu:N devices when built with "
+                  "CUDA, else CPU), cpu, or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  cmd->add_option("--device-map", args->deviceMap,
+                  "CUDA: logical to physical GPUs, e.g. gpu:0=0,gpu:1=0,gpu:2=0 (default gpu:N "
+                  "on GPU N)");
+  cmd->add_option("--transport", args->transport,
+                  "CUDA: how data moves between GPUs: peer (default) or nccl");
+  cmd->add_flag("--allow-tf32", args->allowTf32,
+                "CUDA: let cuBLAS use TF32 tensor cores for matmul (faster, ~1e-3 error)");
   cmd->callback([args] { run(*args); });
 }
 
