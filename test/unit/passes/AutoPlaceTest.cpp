@@ -16,7 +16,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <algorithm>
 #include <limits>
+#include <map>
+#include <string>
 #include <random>
 
 namespace mpc::passes {
@@ -253,6 +256,99 @@ TEST(AutoPlacePass, UnsatisfiableMemoryNamesTheOp) {
   } catch (const UserError &e) {
     EXPECT_NE(std::string(e.what()).find("'h1' (matmul)"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("--device-memory"), std::string::npos) << e.what();
+  }
+}
+
+
+/// An MLP chain x -> (matmul, relu)* with random, unequal widths.
+std::string randomMlp(std::mt19937_64 &rng, int layers) {
+  std::string params, nodes, prev = "x";
+  int width = 4 + int(rng() % 60), batch = 8 + int(rng() % 24);
+  std::string inputs = "\"x\": {\"shape\": [" + std::to_string(batch) + ", " +
+                       std::to_string(width) + "]}";
+  for (int l = 0; l < layers; ++l) {
+    int out = 2 + int(rng() % 120);
+    std::string w = "w" + std::to_string(l), h = "h" + std::to_string(l),
+                a = "a" + std::to_string(l);
+    params += std::string(l ? ", " : "") + "\"" + w + "\": {\"shape\": [" +
+              std::to_string(width) + ", " + std::to_string(out) + "], \"init\": \"zeros\"}";
+    nodes += std::string(l ? ", " : "") + "{\"name\": \"" + h +
+             "\", \"op\": \"matmul\", \"inputs\": [\"" + prev + "\", \"" + w + "\"]}, " +
+             "{\"name\": \"" + a + "\", \"op\": \"relu\", \"inputs\": [\"" + h + "\"]}";
+    prev = a;
+    width = out;
+  }
+  return "{\"mpc\": 1, \"name\": \"mlp\", \"inputs\": {" + inputs + "}, \"params\": {" + params +
+         "}, \"nodes\": [" + nodes + "], \"outputs\": [\"" + prev + "\"]}";
+}
+
+/// The cost model of docs/passes.md, computed directly on the graph: FLOPs
+/// of the stage's ops plus the bytes of the values (ops, or leaves at their
+/// first consumer) that cross the stage's end.
+double graphBottleneck(const ir::Graph &g, const std::vector<ir::Node *> &ops,
+                       const std::vector<int> &stageOf, int k) {
+  std::map<const ir::Node *, int> pos;
+  for (size_t t = 0; t < ops.size(); ++t) pos[ops[t]] = int(t);
+  std::vector<double> cost(size_t(k), 0.0);
+  for (size_t t = 0; t < ops.size(); ++t) {
+    const ir::Node &n = *ops[t];
+    std::vector<ir::TensorType> types;
+    for (const ir::Node *in : n.inputs) types.push_back(in->type);
+    cost[size_t(stageOf[t])] +=
+        n.info().flops ? n.info().flops(types, n.type, n.attrs) : double(n.type.numElements());
+  }
+  for (const auto &v : g.nodes()) {
+    int home = -1, last = -1;
+    for (const ir::Node *u : g.users(v.get())) {
+      int p = pos.at(u);
+      home = home < 0 ? p : std::min(home, p);
+      last = std::max(last, p);
+    }
+    if (v->isOp()) home = pos.at(v.get());
+    if (home < 0) continue;
+    // The value crosses the end of every stage from its home's to the one
+    // before its last consumer's; each such stage pays for sending it.
+    for (int s = stageOf[size_t(home)]; s < (last < 0 ? 0 : stageOf[size_t(last)]); ++s) {
+      // Only non-empty stages end at a cut of their own.
+      bool nonEmpty = std::find(stageOf.begin(), stageOf.end(), s) != stageOf.end();
+      if (nonEmpty) cost[size_t(s)] += double(v->type.byteSize());
+    }
+  }
+  return *std::max_element(cost.begin(), cost.end());
+}
+
+TEST(AutoPlacePass, MatchesBruteForceOnGeneratedMlps) {
+  std::mt19937_64 rng(31);
+  for (int trial = 0; trial < 40; ++trial) {
+    int layers = 2 + int(rng() % 3), k = 2 + int(rng() % 2);
+    auto g = test::parse(randomMlp(rng, layers));
+    PassOptions o;
+    o.placement = "auto";
+    for (int d = 0; d < k; ++d) o.devices.push_back("cpu:" + std::to_string(d));
+    test::runPasses(*g, "place", o);
+    std::vector<ir::Node *> ops;
+    for (ir::Node *n : g->topoOrder())
+      if (n->isOp()) ops.push_back(n);
+    std::vector<int> chosen;
+    for (ir::Node *n : ops) chosen.push_back(n->device[4] - '0');
+    for (size_t t = 1; t < chosen.size(); ++t) ASSERT_LE(chosen[t - 1], chosen[t]);
+    double got = graphBottleneck(*g, ops, chosen, k);
+
+    // Every assignment of contiguous, possibly empty stages.
+    double best = kInf;
+    std::vector<int> stageOf(ops.size(), 0);
+    auto rec = [&](auto &&self, size_t t, int s) -> void {
+      if (t == ops.size()) {
+        best = std::min(best, graphBottleneck(*g, ops, stageOf, k));
+        return;
+      }
+      for (int st = s; st < k; ++st) {
+        stageOf[t] = st;
+        self(self, t + 1, st);
+      }
+    };
+    rec(rec, 0, 0);
+    EXPECT_NEAR(got, best, 1e-9 * best) << "trial " << trial;
   }
 }
 
