@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/AutoPlace.h"
 
-#include "PassTestUtil.h"
+#include "test/unit/passes/PassTestUtil.h"
 #include "support/Error.h"
 
 #include <gtest/gtest.h>

@@ -7,7 +7,7 @@
 // models compiled for one device give the same gradients as for three.
 //
 //===----------------------------------------------------------------------===//
-#include "PassTestUtil.h"
+#include "test/unit/passes/PassTestUtil.h"
 
 #include "ir/Interpreter.h"
 

@@ -5,7 +5,7 @@
 // errors and warnings, and optimize-step's state and update ops.
 //
 //===----------------------------------------------------------------------===//
-#include "PassTestUtil.h"
+#include "test/unit/passes/PassTestUtil.h"
 
 #include "support/Error.h"
 

@@ -7,7 +7,7 @@
 // falls by orders of magnitude and every one of the six parameters moves.
 //
 //===----------------------------------------------------------------------===//
-#include "PassTestUtil.h"
+#include "test/unit/passes/PassTestUtil.h"
 
 #include "ir/Interpreter.h"
 
