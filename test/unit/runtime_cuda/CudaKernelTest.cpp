@@ -1,0 +1,240 @@
+//===- test/unit/runtime_cuda/CudaKernelTest.cpp - every CUDA kernel ----===//
+//
+// Each case of the op case table (test/unit/ir/OpCases.h), plus larger cases
+// with odd sizes, broadcasting and every reduction path, runs as a one-
+// instruction plan through the CUDA backend and the Executor, and is
+// compared with the op's float64 reference kernel and with the CPU backend
+// on the same inputs: the result and, for optimizer ops, every operand they
+// update in place. Skips (saying so) when no GPU is visible.
+//
+//===----------------------------------------------------------------------===//
+#include "test/unit/runtime_cuda/CudaTestUtil.h"
+
+#include "ir/OpInfo.h"
+#include "runtime/Executor.h"
+#include "runtime/cuda/CudaKernels.h"
+#include "support/Error.h"
+#include "test/unit/ir/OpCases.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+namespace mpc::runtime::cuda {
+namespace {
+
+using namespace ir::opcases;
+using ir::OpKind;
+using ir::TensorType;
+
+TensorType f32(ir::Shape s) { return {ir::DType::F32, std::move(s)}; }
+TensorType i32(ir::Shape s) { return {ir::DType::I32, std::move(s)}; }
+
+InputSpec spec(double lo, double hi, bool integer = false) {
+  InputSpec s;
+  s.lo = lo;
+  s.hi = hi;
+  s.integer = integer;
+  return s;
+}
+
+/// Cases beyond the table: sizes that are not multiples of the block or warp
+/// size, broadcasting in several dims, and each reduction variant (row,
+/// column, split, full).
+const std::vector<OpCase> &largeCases() {
+  static const std::vector<OpCase> cases = [] {
+    std::vector<OpCase> cs;
+    auto add = [&](OpKind k, std::string label, std::vector<TensorType> ops,
+                   ir::AttrMap attrs = {}, std::vector<InputSpec> in = {}, double tol = 1e-4) {
+      OpCase c;
+      c.kind = k;
+      c.label = "large_" + label;
+      c.operands = std::move(ops);
+      c.attrs = std::move(attrs);
+      c.inputs = std::move(in);
+      c.tol = tol;
+      cs.push_back(std::move(c));
+    };
+    using V = std::vector<int64_t>;
+    add(OpKind::MatMul, "nn", {f32({129, 257}), f32({257, 65})});
+    add(OpKind::MatMul, "tn", {f32({257, 129}), f32({257, 65})}, {{"transpose_a", true}});
+    add(OpKind::MatMul, "nt", {f32({129, 257}), f32({65, 257})}, {{"transpose_b", true}});
+    add(OpKind::MatMul, "tt", {f32({257, 129}), f32({65, 257})},
+        {{"transpose_a", true}, {"transpose_b", true}});
+    add(OpKind::Add, "row", {f32({257, 1031}), f32({1031})});
+    add(OpKind::Sub, "col", {f32({33, 1, 17}), f32({5, 1})});
+    add(OpKind::Mul, "both", {f32({1, 7, 1}), f32({6, 1, 9})});
+    add(OpKind::Div, "scalar", {f32({1001}), f32({})}, {}, {{}, spec(0.5, 2.0)});
+    add(OpKind::Gelu, "odd", {f32({4097})});
+    add(OpKind::Tanh, "odd", {f32({3, 333})});
+    add(OpKind::ReluGrad, "odd", {f32({1001, 3}), f32({1001, 3})});
+    add(OpKind::GeluGrad, "odd", {f32({999}), f32({999})});
+    add(OpKind::Sum, "column", {f32({1000, 37})}, {{"axes", V{0}}});
+    add(OpKind::Sum, "row", {f32({37, 1000})}, {{"axes", V{1}}});
+    add(OpKind::Sum, "split", {f32({3, 70001})}, {{"axes", V{1}}});
+    add(OpKind::Mean, "all", {f32({300007})});
+    add(OpKind::Mean, "keepdims", {f32({7, 9, 11})}, {{"axes", V{0, 2}}, {"keepdims", true}});
+    add(OpKind::Sum, "middle", {f32({4, 5000, 3})}, {{"axes", V{1}}});
+    add(OpKind::BroadcastTo, "rows", {f32({1, 37})}, {{"shape", V{129, 37}}});
+    add(OpKind::Transpose, "3d", {f32({17, 33, 5})}, {{"perm", V{2, 0, 1}}});
+    add(OpKind::Softmax, "wide", {f32({333, 1029})}, {}, {spec(-6, 6)});
+    add(OpKind::LogSoftmax, "middle", {f32({7, 300, 5})}, {{"axis", int64_t(1)}}, {spec(-6, 6)});
+    add(OpKind::SoftmaxGrad, "wide", {f32({100, 1000}), f32({100, 1000})}, {}, {spec(0, 1)});
+    add(OpKind::MseLoss, "batch", {f32({2048, 33}), f32({2048, 33})});
+    add(OpKind::SoftmaxCrossEntropy, "batch", {f32({1025, 10}), i32({1025})}, {},
+        {spec(-3, 3), spec(0, 9, true)});
+    add(OpKind::SoftmaxCrossEntropyGrad, "batch", {f32({1025, 37}), i32({1025}), f32({})}, {},
+        {spec(-3, 3), spec(0, 36, true)});
+    add(OpKind::AdamUpdate, "odd",
+        {f32({1000, 17}), f32({1000, 17}), f32({1000, 17}), f32({1000, 17}), f32({1})},
+        {{"lr", 0.01}, {"weight_decay", 0.01}}, {{}, {}, {}, spec(0, 1), spec(1, 9, true)});
+    add(OpKind::SgdUpdate, "nesterov", {f32({4099}), f32({4099}), f32({4099}), f32({1})},
+        {{"lr", 0.1}, {"momentum", 0.9}, {"nesterov", true}}, {{}, {}, {}, spec(1, 5, true)});
+    return cs;
+  }();
+  return cases;
+}
+
+std::vector<const OpCase *> allCases() {
+  std::vector<const OpCase *> out;
+  for (const OpCase &c : allOpCases()) out.push_back(&c);
+  for (const OpCase &c : largeCases()) out.push_back(&c);
+  return out;
+}
+
+test::OperandType operandOf(const TensorType &t) {
+  return {t.dtype == ir::DType::I32 ? plan::DType::I32 : plan::DType::F32, t.shape};
+}
+
+std::vector<uint8_t> bytesOf(const ir::RefTensor &t, plan::DType dtype) {
+  std::vector<uint8_t> out(t.data.size() * 4);
+  for (size_t i = 0; i < t.data.size(); ++i) {
+    if (dtype == plan::DType::I32) {
+      int32_t v = int32_t(t.data[i]);
+      std::memcpy(&out[i * 4], &v, 4);
+    } else {
+      float v = float(t.data[i]);
+      std::memcpy(&out[i * 4], &v, 4);
+    }
+  }
+  return out;
+}
+
+std::vector<double> valuesOf(const std::vector<uint8_t> &bytes, plan::DType dtype) {
+  std::vector<double> out(bytes.size() / 4);
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (dtype == plan::DType::I32) {
+      int32_t v;
+      std::memcpy(&v, &bytes[i * 4], 4);
+      out[i] = v;
+    } else {
+      float v;
+      std::memcpy(&v, &bytes[i * 4], 4);
+      out[i] = v;
+    }
+  }
+  return out;
+}
+
+/// The values after one step: the result, then every operand.
+std::vector<std::vector<double>> runOnce(const plan::Plan &p, BackendFactory factory,
+                                         std::unique_ptr<Transport> transport,
+                                         const std::vector<ir::RefTensor> &inputs) {
+  Executor exec(p, std::move(factory), std::move(transport));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::vector<uint8_t> b = bytesOf(inputs[i], p.inputs[i].dtype);
+    exec.write(p.inputs[i], b.data(), b.size());
+  }
+  exec.step();
+  std::vector<std::vector<double>> out;
+  for (const plan::TensorRef *t : {&p.outputs[0]}) {
+    std::vector<uint8_t> b(size_t(t->numElements()) * 4);
+    exec.read(*t, b.data(), b.size());
+    out.push_back(valuesOf(b, t->dtype));
+  }
+  for (const plan::TensorRef &t : p.inputs) {
+    std::vector<uint8_t> b(size_t(t.numElements()) * 4);
+    exec.read(t, b.data(), b.size());
+    out.push_back(valuesOf(b, t.dtype));
+  }
+  return out;
+}
+
+void expectClose(const std::vector<double> &got, const std::vector<double> &want, double tol,
+                 const std::string &what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  int reported = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    bool bothNan = std::isnan(got[i]) && std::isnan(want[i]);
+    double err = errorOf(got[i], want[i]);
+    if (!bothNan && !(err <= tol) && reported++ < 5)
+      ADD_FAILURE() << what << " element " << i << ": got " << got[i] << ", want " << want[i]
+                    << " (error " << err << " > " << tol << ")";
+  }
+}
+
+class CudaKernelCase : public ::testing::TestWithParam<const OpCase *> {};
+
+TEST_P(CudaKernelCase, MatchesReferenceAndCpuBackend) {
+  MPC_REQUIRE_GPU();
+  const OpCase &c = *GetParam();
+  std::vector<test::OperandType> ops;
+  for (const TensorType &t : c.operands) ops.push_back(operandOf(t));
+  plan::Plan p = test::singleOpPlan(ir::opInfo(c.kind).name, fullAttrs(c), ops,
+                                    operandOf(resultType(c)));
+  std::vector<ir::RefTensor> inputs = makeInputs(c);
+  // float32-rounded inputs for everyone, then the float64 reference.
+  std::vector<ir::RefTensor> refInputs = inputs;
+  ir::RefTensor want = runReference(c, refInputs);
+
+  CudaRun run = prepareCudaRun(p, {});
+  auto gpu = runOnce(p, run.factory, std::move(run.transport), inputs);
+  auto cpu = runOnce(p, cpuBackendFactory(), nullptr, inputs);
+  double tol = std::max(c.tol, 1e-5);
+  expectClose(gpu[0], want.data, tol, c.name() + " result vs reference");
+  expectClose(gpu[0], cpu[0], tol, c.name() + " result vs cpu");
+  for (int m : ir::opInfo(c.kind).mutatedOperands) {
+    if (size_t(m) >= inputs.size()) continue;
+    expectClose(gpu[size_t(m) + 1], refInputs[size_t(m)].data, tol,
+                c.name() + " operand " + std::to_string(m) + " vs reference");
+    expectClose(gpu[size_t(m) + 1], cpu[size_t(m) + 1], tol,
+                c.name() + " operand " + std::to_string(m) + " vs cpu");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, CudaKernelCase, ::testing::ValuesIn(allCases()),
+                         [](const ::testing::TestParamInfo<const OpCase *> &info) {
+                           return info.param->name();
+                         });
+
+TEST(CudaKernelCoverage, EveryOpHasACudaKernel) {
+  std::vector<std::string> missing;
+  for (const ir::OpInfo &info : ir::allOps())
+    if (!cudaKernels().find(info.name)) missing.push_back(info.name);
+  EXPECT_TRUE(missing.empty()) << "no cuda kernel for " << ::testing::PrintToString(missing);
+}
+
+TEST(CudaKernelErrors, LabelOutOfRangeIsReportedWhenDataIsRead) {
+  MPC_REQUIRE_GPU();
+  plan::Plan p = test::singleOpPlan("softmax_cross_entropy", {},
+                                    {{plan::DType::F32, {3, 4}}, {plan::DType::I32, {3}}},
+                                    {plan::DType::F32, {}});
+  CudaRun run = prepareCudaRun(p, {});
+  Executor exec(p, run.factory, std::move(run.transport));
+  const float logits[12] = {};
+  const int32_t labels[3] = {0, 7, 1};
+  exec.write(p.inputs[0], logits, sizeof logits);
+  exec.write(p.inputs[1], labels, sizeof labels);
+  exec.step();
+  try {
+    exec.readFloats(p.outputs[0]);
+    ADD_FAILURE() << "no error for label 7 of 4 classes";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("label out of range in row 1"), std::string::npos)
+        << e.what();
+  }
+}
+
+} // namespace
+} // namespace mpc::runtime::cuda
