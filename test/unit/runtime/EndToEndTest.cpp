@@ -61,6 +61,57 @@ const char *kMlpJson = R"({
   "optimizer": {"sgd": {"lr": 0.1, "momentum": 0.9}}
 })";
 
+/// Most of the op set in one graph on two devices, trained with AdamW: every
+/// activation, broadcasting arithmetic, transpose/reshape, softmax and
+/// log_softmax, reductions with keepdims, stop_gradient, and therefore the
+/// backward ops (relu_grad, gelu_grad, softmax_grad, broadcast_to, ...).
+const char *kManyOpsJson = R"({
+  "mpc": 1,
+  "name": "many_ops",
+  "inputs": {"x": {"shape": [8, 6]}, "y": {"shape": [8, 3]}},
+  "params": {
+    "w0": {"shape": [6, 8], "init": {"xavier": {"magnitude": 2.0}}, "device": "a"},
+    "b0": {"shape": [8], "init": {"constant": 0.1}, "device": "a"},
+    "w1": {"shape": [8, 3], "init": {"xavier": {"magnitude": 2.0}}, "device": "b"},
+    "s": {"shape": [3], "init": {"uniform": {"low": 0.5, "high": 1.5}}, "device": "b"}
+  },
+  "nodes": [
+    {"name": "h0", "op": "matmul", "inputs": ["x", "w0"], "device": "a"},
+    {"name": "z0", "op": "add", "inputs": ["h0", "b0"]},
+    {"name": "a0", "op": "tanh", "inputs": ["z0"]},
+    {"name": "a1", "op": "sigmoid", "inputs": ["z0"]},
+    {"name": "a2", "op": "gelu", "inputs": ["z0"]},
+    {"name": "a3", "op": "relu", "inputs": ["z0"]},
+    {"name": "e0", "op": "exp", "inputs": ["a0"]},
+    {"name": "m0", "op": "mul", "inputs": ["a0", "a1"]},
+    {"name": "d0", "op": "div", "inputs": ["a2", "e0"]},
+    {"name": "c0", "op": "sub", "inputs": ["m0", "d0"]},
+    {"name": "c1", "op": "add", "inputs": ["c0", "a3"]},
+    {"name": "t0", "op": "transpose", "inputs": ["c1"]},
+    {"name": "t1", "op": "transpose", "inputs": ["t0"], "attrs": {"perm": [1, 0]}},
+    {"name": "r0", "op": "reshape", "inputs": ["t1"], "attrs": {"shape": [4, 16]}},
+    {"name": "r1", "op": "reshape", "inputs": ["r0"], "attrs": {"shape": [8, -1]}},
+    {"name": "h1", "op": "matmul", "inputs": ["r1", "w1"], "device": "b"},
+    {"name": "p0", "op": "softmax", "inputs": ["h1"], "attrs": {"axis": -1}},
+    {"name": "l0", "op": "log_softmax", "inputs": ["h1"], "attrs": {"axis": 1}},
+    {"name": "g0", "op": "mul", "inputs": ["p0", "s"]},
+    {"name": "q0", "op": "add", "inputs": ["g0", "l0"]},
+    {"name": "lg", "op": "log", "inputs": ["p0"]},
+    {"name": "q1", "op": "sub", "inputs": ["q0", "lg"]},
+    {"name": "n0", "op": "neg", "inputs": ["q1"]},
+    {"name": "k0", "op": "scale", "inputs": ["n0"], "attrs": {"value": 0.5}},
+    {"name": "u0", "op": "mean", "inputs": ["k0"], "attrs": {"axes": [1], "keepdims": true}},
+    {"name": "u1", "op": "stop_gradient", "inputs": ["u0"]},
+    {"name": "v0", "op": "sub", "inputs": ["k0", "u1"]},
+    {"name": "v1", "op": "sum", "inputs": ["v0"], "attrs": {"axes": [0], "keepdims": true}},
+    {"name": "v2", "op": "add", "inputs": ["v0", "v1"]},
+    {"name": "loss", "op": "mse_loss", "inputs": ["v2", "y"]}
+  ],
+  "loss": "loss",
+  "outputs": ["v2"],
+  "optimizer": {"adamw": {"lr": 0.01, "weight_decay": 0.05}}
+})";
+
 struct Compiled {
   std::unique_ptr<ir::Graph> graph; ///< the training graph (for the interpreter)
   plan::Plan plan;                  ///< after a round trip through plan.bin bytes
@@ -147,6 +198,8 @@ void checkAgainstInterpreter(const std::string &json, int steps) {
 TEST(EndToEnd, SeedModelMatchesInterpreter) { checkAgainstInterpreter(seedModelJson(), 5); }
 
 TEST(EndToEnd, MlpWithCrossEntropyMatchesInterpreter) { checkAgainstInterpreter(kMlpJson, 5); }
+
+TEST(EndToEnd, ManyOpsMatchInterpreter) { checkAgainstInterpreter(kManyOpsJson, 5); }
 
 std::map<std::string, std::vector<float>> train(const plan::Plan &p, int steps,
                                                 std::vector<float> *losses = nullptr) {
