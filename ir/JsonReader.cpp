@@ -282,6 +282,10 @@ private:
   }
 
   json parse() {
+    // nlohmann's lexer takes a NUL byte for the end of the input, which would
+    // silently ignore whatever follows it.
+    if (size_t nul = text_.find('\0'); nul != std::string::npos)
+      fail(lineCol(text_, nul + 1), "syntax error: NUL byte in the file");
     ParseGuard guard(file_);
     try {
       return json::parse(text_, std::ref(guard), /*allow_exceptions=*/true,

@@ -176,6 +176,10 @@ TEST(ReaderError, SyntaxErrorHasLineAndColumn) {
   EXPECT_THAT(readError("{\"mpc\": 1,\n\n  \"name\": \"m\""),
               StartsWith("model.json: error: 3:14: syntax error"));
   EXPECT_THAT(readError(""), StartsWith("model.json: error: 1:1: syntax error"));
+  EXPECT_EQ(readError(std::string("{\"mpc\": 1}\0{", 12)),
+            "model.json: error: 1:11: syntax error: NUL byte in the file");
+  EXPECT_THAT(readError("{\"mpc\": 1} {\"mpc\": 1}"),
+              StartsWith("model.json: error: 1:12: syntax error"));
 }
 
 TEST(ReaderError, TopLevelMustBeObject) {
