@@ -12,10 +12,50 @@
 #include "runtime/Channel.h"
 #include "support/Error.h"
 
+#include <unordered_map>
+
 namespace mpc::runtime {
+
+namespace {
+
+/// Runs the plan's send/recv structure symbolically (sends never block, a
+/// recv waits for its channel's send) and throws a UserError if some device
+/// would wait forever: a plan file is untrusted, and a step must never hang.
+void checkNoDeadlock(const plan::Plan &plan) {
+  std::vector<size_t> pc(plan.devices.size(), 0);
+  std::unordered_map<uint32_t, int64_t> inFlight;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t d = 0; d < plan.devices.size(); ++d) {
+      const std::vector<plan::Instr> &instrs = plan.devices[d].instrs;
+      while (pc[d] < instrs.size()) {
+        const plan::Instr &in = instrs[pc[d]];
+        if (in.kind == plan::InstrKind::Recv) {
+          if (inFlight[in.channel] == 0) break;
+          --inFlight[in.channel];
+        } else if (in.kind == plan::InstrKind::Send) {
+          ++inFlight[in.channel];
+        }
+        ++pc[d];
+        progress = true;
+      }
+    }
+  }
+  for (size_t d = 0; d < plan.devices.size(); ++d)
+    if (pc[d] < plan.devices[d].instrs.size()) {
+      const plan::Instr &in = plan.devices[d].instrs[pc[d]];
+      throw UserError("", "device " + plan.devices[d].device + ", instruction " +
+                              std::to_string(pc[d]) + " (recv '" + in.node + "')",
+                      "the plan deadlocks: this receive on channel " +
+                          std::to_string(in.channel) + " waits for a send that never comes");
+    }
+}
+
+} // namespace
 
 Executor::Executor(plan::Plan plan, BackendFactory factory, std::unique_ptr<Transport> transport)
     : plan_(std::move(plan)), transport_(std::move(transport)) {
+  checkNoDeadlock(plan_);
   if (!transport_) transport_ = std::make_unique<ChannelTransport>(plan_);
   for (uint32_t d = 0; d < plan_.devices.size(); ++d) {
     backends_.push_back(factory(plan_, d));
