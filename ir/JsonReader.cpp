@@ -295,7 +295,16 @@ private:
       if (detail.rfind("syntax error", 0) != 0) detail = "syntax error: " + detail;
       fail(lineCol(text_, e.byte), detail);
     } catch (const json::exception &e) {
-      fail("", "invalid JSON: " + parserDetail(e.what()));
+      // Number overflow ("1e400") carries no position; find the token.
+      std::string detail = parserDetail(e.what());
+      const std::string prefix = "number overflow parsing '";
+      if (detail.rfind(prefix, 0) == 0 && detail.size() > prefix.size() + 1) {
+        std::string token = detail.substr(prefix.size(), detail.size() - prefix.size() - 1);
+        size_t at = text_.find(token);
+        fail(at == std::string::npos ? "" : lineCol(text_, at + 1),
+             "number " + token + " is out of range");
+      }
+      fail("", "invalid JSON: " + detail);
     }
   }
 
