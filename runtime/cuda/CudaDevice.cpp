@@ -243,6 +243,24 @@ void CudaBackend::checkErrorFlag() {
                         " of a softmax_cross_entropy batch");
 }
 
+std::vector<float> CudaBackend::timeKernels(int reps) {
+  synchronize();
+  std::vector<float> ms(actions_.size(), 0.f);
+  for (size_t i = 0; i < actions_.size(); ++i) {
+    if (actions_[i].kind != plan::InstrKind::Kernel) continue;
+    actions_[i].launch(); // warm-up (first-use costs, caches)
+    cudaCheck(cudaEventRecord(timeStart_, stream_), "cudaEventRecord");
+    for (int r = 0; r < reps; ++r) actions_[i].launch();
+    cudaCheck(cudaEventRecord(timeEnd_, stream_), "cudaEventRecord");
+    cudaCheck(cudaEventSynchronize(timeEnd_), "cudaEventSynchronize");
+    launchCheck(actions_[i].op);
+    cudaCheck(cudaEventElapsedTime(&ms[i], timeStart_, timeEnd_), "cudaEventElapsedTime");
+    ms[i] /= float(reps > 0 ? reps : 1);
+  }
+  timedSteps_ = false;
+  return ms;
+}
+
 void CudaBackend::runStep(Transport &transport) {
   cudaCheck(cudaSetDevice(gpu_), "cudaSetDevice");
   auto *ct = dynamic_cast<CudaTransport *>(&transport);

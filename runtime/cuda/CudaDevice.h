@@ -45,6 +45,11 @@ public:
   void *bufferPtr(uint32_t id) const { return ptrs_[id]; }
   /// Waits for every queued step; rethrows a device-side data error.
   void synchronize();
+  /// Times every kernel instruction in isolation (the GPU otherwise idle):
+  /// `reps` back-to-back launches between two events, per instruction, in
+  /// milliseconds per launch; 0 for sends and receives. For benchmarks: it
+  /// runs kernels outside a step, so optimizer updates change the params.
+  std::vector<float> timeKernels(int reps);
   /// Start/end events of the last step (timing enabled), or null.
   cudaEvent_t stepStart() const { return timedSteps_ ? timeStart_ : nullptr; }
   cudaEvent_t stepEnd() const { return timedSteps_ ? timeEnd_ : nullptr; }
