@@ -119,7 +119,9 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
                     "cannot allocate " + std::to_string(total) + " bytes on GPU " +
                         std::to_string(gpu_) + ": " + cudaGetErrorString(status));
   }
-  cudaCheck(cudaMemset(block_, 0, total), "cudaMemset");
+  // On the device's own stream: a plain cudaMemset would run on the legacy
+  // stream, which does not order with non-blocking streams.
+  cudaCheck(cudaMemsetAsync(block_, 0, total, stream_), "cudaMemsetAsync");
   char *base = static_cast<char *>(block_);
   errorFlag_ = reinterpret_cast<int *>(base + flagAt);
   if (workspaceBytes)
