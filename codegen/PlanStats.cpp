@@ -31,13 +31,17 @@ std::string bytesText(uint64_t bytes) {
   return buf;
 }
 
+std::string count(size_t n, const char *noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 } // namespace
 
 void printPlanStats(const plan::Plan &plan, std::ostream &os) {
   size_t total = 0;
   for (const plan::DeviceProgram &d : plan.devices) total += d.instrs.size();
-  os << "plan " << plan.model << ": " << plan.devices.size() << " device"
-     << (plan.devices.size() == 1 ? "" : "s") << ", " << total << " instructions\n";
+  os << "plan " << plan.model << ": " << count(plan.devices.size(), "device") << ", "
+     << count(total, "instruction") << "\n";
   std::map<std::pair<std::string, std::string>, std::pair<size_t, uint64_t>> transfers;
   for (const plan::DeviceProgram &d : plan.devices) {
     size_t kernels = 0, sends = 0, recvs = 0;
@@ -59,8 +63,9 @@ void printPlanStats(const plan::Plan &plan, std::ostream &os) {
       std::snprintf(saved, sizeof saved, "%.0f%%",
                     100.0 * double(d.noReuseBytes - std::min(d.noReuseBytes, d.arenaBytes)) /
                         double(d.noReuseBytes));
-    os << "device " << d.device << ": " << d.instrs.size() << " instructions (" << kernels
-       << " kernels, " << sends << " sends, " << recvs << " recvs), arena peak "
+    os << "device " << d.device << ": " << count(d.instrs.size(), "instruction") << " ("
+       << count(kernels, "kernel") << ", " << count(sends, "send") << ", " << count(recvs, "recv")
+       << "), arena peak "
        << bytesText(d.arenaBytes) << " (no reuse " << bytesText(d.noReuseBytes) << ", saved "
        << saved << "), persistent " << bytesText(d.persistentBytes) << "\n";
   }
