@@ -40,6 +40,9 @@ src_root = getattr(config, "mpc_src_root",
                    os.path.dirname(os.path.dirname(config.test_source_root)))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
 config.substitutions.append(("%examples", os.path.join(src_root, "examples")))
+# %expect-exit N cmd...: cmd must exit with status N exactly.
+config.substitutions.append(("%expect-exit",
+                             "bash " + os.path.join(src_root, "test", "utils", "expect-exit.sh")))
 
 missing = [t for t in ("mpc", "FileCheck", "split-file", "not")
            if shutil.which(t, path=config.environment["PATH"]) is None]

@@ -23,6 +23,21 @@ int main(int argc, char **argv) {
   mpc::tool::addRunCommand(app);
   mpc::tool::addDumpCommand(app);
   mpc::tool::addListCommands(app);
+  // CLI11 would report a misspelt command as "A subcommand is required";
+  // name it instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string known;
+    bool found = false;
+    for (const CLI::App *sub : app.get_subcommands({})) {
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+      found = found || sub->get_name() == argv[1];
+    }
+    if (!found) {
+      std::cerr << "mpc: error: unknown command '" << argv[1] << "' (commands: " << known
+                << ")\n";
+      return 1;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
