@@ -12,6 +12,7 @@
 #include "runtime/plan/PlanIO.h"
 #include "support/Error.h"
 #include "test/unit/codegen/TestGraphs.h"
+#include "test/unit/codegen/TestPlanChecks.h"
 
 #include <gtest/gtest.h>
 
@@ -245,38 +246,9 @@ TEST(Lower, RejectsImplicitCrossDeviceUse) {
   }
 }
 
-/// The test's own check, independent of the verifier: recompute when each
-/// arena buffer is live from the instruction list and compare every pair.
-void expectNoLiveOverlap(const plan::Plan &p) {
-  for (const plan::DeviceProgram &d : p.devices) {
-    std::map<uint32_t, std::pair<size_t, size_t>> live;
-    for (size_t i = 0; i < d.instrs.size(); ++i) {
-      std::vector<uint32_t> touched = d.instrs[i].inputs;
-      if (d.instrs[i].kind != InstrKind::Send) touched.push_back(d.instrs[i].output);
-      for (uint32_t b : touched) {
-        if (d.buffers[b].region != Region::Arena) continue;
-        auto [it, fresh] = live.emplace(b, std::make_pair(i, i));
-        if (!fresh) it->second.second = i;
-      }
-    }
-    for (auto x = live.begin(); x != live.end(); ++x)
-      for (auto y = std::next(x); y != live.end(); ++y) {
-        const plan::Buffer &a = d.buffers[x->first], &b = d.buffers[y->first];
-        bool together = x->second.first <= y->second.second && y->second.first <= x->second.second;
-        bool shared = a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
-        EXPECT_FALSE(together && shared) << d.device << ": " << a.name << " and " << b.name;
-      }
-    for (const plan::Buffer &b : d.buffers) {
-      EXPECT_EQ(b.offset % 64, 0u);
-      EXPECT_LE(b.offset + b.bytes, b.region == Region::Arena ? d.arenaBytes : d.persistentBytes);
-    }
-    EXPECT_LE(d.arenaBytes, d.noReuseBytes);
-  }
-}
-
 TEST(MemoryPlan, SeedModelNeverOverlapsLiveValues) {
   plan::Plan p = lowerSeed();
-  expectNoLiveOverlap(p);
+  test::expectNoLiveOverlap(p);
   uint64_t arena = 0, noReuse = 0;
   for (const auto &d : p.devices) arena += d.arenaBytes, noReuse += d.noReuseBytes;
   EXPECT_LT(arena, noReuse) << "no memory was reused";
@@ -289,7 +261,7 @@ TEST(MemoryPlan, RandomGraphsNeverOverlapLiveValues) {
     plan::Plan p = codegen::lowerToPlan(*g, {seed});
     SCOPED_TRACE("seed " + std::to_string(seed));
     EXPECT_TRUE(plan::verifyPlan(p).empty());
-    expectNoLiveOverlap(p);
+    test::expectNoLiveOverlap(p);
     for (const auto &d : p.devices) arena += d.arenaBytes, noReuse += d.noReuseBytes;
   }
   EXPECT_LT(arena, noReuse);
@@ -310,7 +282,7 @@ TEST(MemoryPlan, ChainReusesTwoSlots) {
   EXPECT_EQ(p.devices[0].noReuseBytes, 10u * 1024);
   EXPECT_EQ(p.devices[0].arenaBytes, 2u * 1024);
   EXPECT_EQ(p.devices[0].persistentBytes, 1024u);
-  expectNoLiveOverlap(p);
+  test::expectNoLiveOverlap(p);
 }
 
 TEST(PlanStats, PrintsPerDeviceMemory) {

@@ -1,0 +1,68 @@
+//===- test/unit/codegen/TestPlanChecks.h - invariants of lowered plans --===//
+//
+// Checks the tests apply to every lowered plan, written independently of
+// plan::verifyPlan so that a bug shared by codegen and the verifier still
+// shows: no two arena values live at the same time share a byte, and no
+// instruction reads a parameter or state after the update that overwrites it.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/plan/Plan.h"
+
+#include <gtest/gtest.h>
+
+#include <iterator>
+#include <map>
+
+namespace mpc::test {
+
+/// The test's own check, independent of the verifier: recompute when each
+/// arena buffer is live from the instruction list and compare every pair.
+inline void expectNoLiveOverlap(const plan::Plan &p) {
+  for (const plan::DeviceProgram &d : p.devices) {
+    std::map<uint32_t, std::pair<size_t, size_t>> live;
+    for (size_t i = 0; i < d.instrs.size(); ++i) {
+      std::vector<uint32_t> touched = d.instrs[i].inputs;
+      if (d.instrs[i].kind != plan::InstrKind::Send) touched.push_back(d.instrs[i].output);
+      for (uint32_t b : touched) {
+        if (d.buffers[b].region != plan::Region::Arena) continue;
+        auto [it, fresh] = live.emplace(b, std::make_pair(i, i));
+        if (!fresh) it->second.second = i;
+      }
+    }
+    for (auto x = live.begin(); x != live.end(); ++x)
+      for (auto y = std::next(x); y != live.end(); ++y) {
+        const plan::Buffer &a = d.buffers[x->first], &b = d.buffers[y->first];
+        bool together = x->second.first <= y->second.second && y->second.first <= x->second.second;
+        bool shared = a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+        EXPECT_FALSE(together && shared) << d.device << ": " << a.name << " and " << b.name;
+      }
+    for (const plan::Buffer &b : d.buffers) {
+      EXPECT_EQ(b.offset % 64, 0u);
+      EXPECT_LE(b.offset + b.bytes, b.region == plan::Region::Arena ? d.arenaBytes : d.persistentBytes);
+    }
+    EXPECT_LE(d.arenaBytes, d.noReuseBytes);
+  }
+}
+
+
+/// After an in-place update (sgd_update, adam_update) no instruction of the
+/// step reads the buffers it overwrites.
+inline void expectUpdatesAfterReaders(const plan::Plan &p) {
+  for (const plan::DeviceProgram &d : p.devices)
+    for (size_t i = 0; i < d.instrs.size(); ++i) {
+      const plan::Instr &u = d.instrs[i];
+      if (u.op != "sgd_update" && u.op != "adam_update") continue;
+      EXPECT_EQ(u.output, u.inputs.at(0));
+      for (size_t k = 0; k < u.inputs.size(); ++k) {
+        if (k == 1) continue; // the gradient is read, not written
+        for (size_t j = i + 1; j < d.instrs.size(); ++j)
+          for (uint32_t b : d.instrs[j].inputs)
+            EXPECT_NE(b, u.inputs[k]) << d.device << ": " << d.instrs[j].node << " reads "
+                                      << d.buffers[b].name << " after " << u.node;
+      }
+    }
+}
+
+} // namespace mpc::test
