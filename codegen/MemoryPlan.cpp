@@ -37,7 +37,12 @@ void planArena(plan::DeviceProgram &program, const std::vector<LiveInterval> &li
     return a->buffer < b->buffer;
   });
 
+  // Placed buffers, kept sorted by (offset, id) so each gap search is one pass.
   std::vector<const LiveInterval *> placed;
+  auto byOffset = [&](const LiveInterval *x, const LiveInterval *y) {
+    const plan::Buffer &a = program.buffers[x->buffer], &b = program.buffers[y->buffer];
+    return a.offset != b.offset ? a.offset < b.offset : a.id < b.id;
+  };
   uint64_t arenaBytes = 0;
   for (const LiveInterval *l : order) {
     plan::Buffer &b = program.buffers[l->buffer];
@@ -46,28 +51,24 @@ void planArena(plan::DeviceProgram &program, const std::vector<LiveInterval> &li
       b.offset = 0;
       continue;
     }
-    // The buffers this one must not touch, by offset.
-    std::vector<const plan::Buffer *> conflicts;
-    for (const LiveInterval *p : placed)
-      if (overlapInTime(*p, *l)) conflicts.push_back(&program.buffers[p->buffer]);
-    std::sort(conflicts.begin(), conflicts.end(), [](const plan::Buffer *x, const plan::Buffer *y) {
-      return x->offset != y->offset ? x->offset < y->offset : x->id < y->id;
-    });
+    // Walk the buffers live at the same time, by offset, measuring the gaps.
     std::optional<uint64_t> best;
     uint64_t bestGap = 0, cursor = 0;
-    for (const plan::Buffer *c : conflicts) {
-      if (c->offset >= cursor + need) {
-        uint64_t gap = c->offset - cursor;
+    for (const LiveInterval *p : placed) {
+      if (!overlapInTime(*p, *l)) continue;
+      const plan::Buffer &c = program.buffers[p->buffer];
+      if (c.offset >= cursor + need) {
+        uint64_t gap = c.offset - cursor;
         if (!best || gap < bestGap) {
           best = cursor;
           bestGap = gap;
         }
       }
-      cursor = std::max(cursor, c->offset + alignUp(c->bytes));
+      cursor = std::max(cursor, c.offset + alignUp(c.bytes));
     }
     b.offset = best ? *best : cursor;
     arenaBytes = std::max(arenaBytes, b.offset + need);
-    placed.push_back(l);
+    placed.insert(std::upper_bound(placed.begin(), placed.end(), l, byOffset), l);
   }
   program.arenaBytes = arenaBytes;
   program.noReuseBytes = noReuse;

@@ -115,9 +115,13 @@ void orderNodes(LoweringState &st) {
 }
 
 void scheduleInstructions(LoweringState &st) {
-  const ir::Graph &g = st.graph;
   std::map<const ir::Node *, size_t> pos;
   for (size_t i = 0; i < st.topo.size(); ++i) pos[st.topo[i]] = i;
+
+  std::map<const ir::Node *, std::vector<const ir::Node *>> usersOf;
+  for (const ir::Node *n : st.topo)
+    for (const ir::Node *in : n->inputs)
+      if (usersOf[in].empty() || usersOf[in].back() != n) usersOf[in].push_back(n);
 
   std::vector<Item> items;
   uint32_t nextChannel = 0;
@@ -161,7 +165,7 @@ void scheduleInstructions(LoweringState &st) {
     recv.peer = from.device;
     recv.channel = channel;
     recv.node = n->name;
-    std::vector<ir::Node *> users = g.users(n);
+    const std::vector<const ir::Node *> &users = usersOf[n];
     bool forwarded = std::any_of(users.begin(), users.end(),
                                  [](const ir::Node *u) { return u->isOp(ir::OpKind::Copy); });
     std::tuple<size_t, int, size_t> key{p, kAtPosition, p};

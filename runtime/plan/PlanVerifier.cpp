@@ -15,6 +15,7 @@
 #include "runtime/plan/PlanIO.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <optional>
 
@@ -146,20 +147,40 @@ struct Verifier {
         written[in.output] = true;
       }
     }
-    std::vector<uint32_t> live;
+    // Sweep over time: a buffer entering its live range is checked against
+    // its neighbours by offset among the buffers live at that moment (which
+    // are pairwise disjoint, so the neighbours are the only candidates).
+    std::vector<std::vector<uint32_t>> starts(d.instrs.size()), ends(d.instrs.size());
     for (uint32_t id = 0; id < nb; ++id)
-      if (d.buffers[id].region == Region::Arena && first[id] >= 0 && d.buffers[id].bytes > 0)
-        live.push_back(id);
-    for (size_t x = 0; x < live.size(); ++x)
-      for (size_t y = x + 1; y < live.size(); ++y) {
-        const Buffer &a = d.buffers[live[x]], &b = d.buffers[live[y]];
-        bool timeOverlap = first[a.id] <= last[b.id] && first[b.id] <= last[a.id];
-        bool memOverlap = a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
-        if (timeOverlap && memOverlap)
-          report(dp + "/buffers/" + std::to_string(b.id),
-                 "arena buffers " + std::to_string(a.id) + " ('" + a.name + "') and " +
-                     std::to_string(b.id) + " ('" + b.name + "') share bytes while both are live");
+      if (d.buffers[id].region == Region::Arena && first[id] >= 0 && d.buffers[id].bytes > 0) {
+        starts[size_t(first[id])].push_back(id);
+        ends[size_t(last[id])].push_back(id);
       }
+    std::map<uint64_t, uint32_t> live; // offset -> buffer
+    std::vector<bool> tracked(nb, false);
+    for (size_t i = 0; i < d.instrs.size(); ++i) {
+      for (uint32_t id : starts[i]) {
+        const Buffer &b = d.buffers[id];
+        const Buffer *clash = nullptr;
+        auto next = live.lower_bound(b.offset);
+        if (next != live.end() && next->first < b.offset + b.bytes) clash = &d.buffers[next->second];
+        if (!clash && next != live.begin()) {
+          const Buffer &prev = d.buffers[std::prev(next)->second];
+          if (prev.offset + prev.bytes > b.offset) clash = &prev;
+        }
+        if (clash) {
+          const Buffer &a = clash->id < b.id ? *clash : b, &c = clash->id < b.id ? b : *clash;
+          report(dp + "/buffers/" + std::to_string(c.id),
+                 "arena buffers " + std::to_string(a.id) + " ('" + a.name + "') and " +
+                     std::to_string(c.id) + " ('" + c.name + "') share bytes while both are live");
+          continue;
+        }
+        live.emplace(b.offset, id);
+        tracked[id] = true;
+      }
+      for (uint32_t id : ends[i])
+        if (tracked[id]) live.erase(d.buffers[id].offset);
+    }
   }
 
   struct End {
