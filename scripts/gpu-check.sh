@@ -40,7 +40,7 @@ fi
 
 stage configure cmake -S . -B "$build" -DMPC_ENABLE_CUDA=ON -DMPC_BUILD_BENCH=ON \
   -DCMAKE_BUILD_TYPE=Release
-stage build cmake --build "$build" -j "$jobs" --target mpc unit_runtime_cuda mpc-bench-cuda
+stage build cmake --build "$build" -j "$jobs" --target mpc regression3-data unit_runtime_cuda mpc-bench-cuda
 
 stage unit timeout 240 "$build/test/unit/runtime_cuda/unit_runtime_cuda" --gtest_color=no
 stage lit timeout 180 python3 /usr/lib/llvm-14/build/utils/lit/lit.py -sv --no-progress-bar \

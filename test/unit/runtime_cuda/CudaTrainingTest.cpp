@@ -104,28 +104,33 @@ std::vector<std::vector<std::vector<uint8_t>>> makeBatches(const plan::Plan &p, 
   std::normal_distribution<float> normal(0.f, 1.f);
   std::vector<std::vector<std::vector<uint8_t>>> batches;
   for (int b = 0; b < count; ++b) {
-    std::vector<std::vector<uint8_t>> feeds;
+    std::vector<std::vector<uint8_t>> feeds(p.inputs.size());
     std::vector<float> x;
-    for (const plan::TensorRef &t : p.inputs) {
-      size_t n = size_t(t.numElements());
-      std::vector<uint8_t> bytes(n * 4);
-      if (t.dtype == plan::DType::I32) {
-        for (size_t i = 0; i < n; ++i) {
-          int32_t v = int32_t(rng() % 10);
-          std::memcpy(&bytes[i * 4], &v, 4);
+    // Features and labels first, then targets computed from the features.
+    for (int pass = 0; pass < 2; ++pass)
+      for (size_t k = 0; k < p.inputs.size(); ++k) {
+        const plan::TensorRef &t = p.inputs[k];
+        bool target = t.name == "y";
+        if (target != (pass == 1)) continue;
+        size_t n = size_t(t.numElements());
+        std::vector<uint8_t> &bytes = feeds[k];
+        bytes.resize(n * 4);
+        if (t.dtype == plan::DType::I32) {
+          for (size_t i = 0; i < n; ++i) {
+            int32_t v = int32_t(rng() % 10);
+            std::memcpy(&bytes[i * 4], &v, 4);
+          }
+        } else if (target) {
+          for (size_t i = 0; i < n; ++i) {
+            float v = 2.f * x[2 * i] - 3.4f * x[2 * i + 1] + 4.2f;
+            std::memcpy(&bytes[i * 4], &v, 4);
+          }
+        } else {
+          x.resize(n);
+          for (float &v : x) v = normal(rng);
+          std::memcpy(bytes.data(), x.data(), n * 4);
         }
-      } else if (t.name == "y") {
-        for (size_t i = 0; i < n; ++i) {
-          float v = 2.f * x[2 * i] - 3.4f * x[2 * i + 1] + 4.2f;
-          std::memcpy(&bytes[i * 4], &v, 4);
-        }
-      } else {
-        x.resize(n);
-        for (float &v : x) v = normal(rng);
-        std::memcpy(bytes.data(), x.data(), n * 4);
       }
-      feeds.push_back(std::move(bytes));
-    }
     batches.push_back(std::move(feeds));
   }
   return batches;
@@ -184,6 +189,21 @@ void trainBothAndCompare(const std::string &json, int steps, const CudaOptions *
   // It really trained: the loss moved.
   ASSERT_GE(gpu.losses.size(), 2u);
   EXPECT_NE(gpu.losses.front(), gpu.losses.back());
+}
+
+// Runs everywhere: the models of the GPU tests compile for gpu:0..2 and the
+// CPU runtime (which runs gpu:N devices as CPU workers) trains them, so a GPU
+// failure below is the CUDA runtime's, not the test's.
+TEST(CudaTrainingSetup, ModelsCompileForThreeGpuDevicesAndTrainOnTheCpuRuntime) {
+  for (const std::string &json : {std::string(kRegression3), mlpJson(96, 64)}) {
+    plan::Plan p = compileFor(json, {"gpu:0", "gpu:1", "gpu:2"});
+    ASSERT_EQ(p.devices.size(), 3u);
+    EXPECT_TRUE(planUsesGpu(p));
+    Executor exec(p);
+    Trained t = train(exec, makeBatches(p, 1), 40); // one batch: the loss must fall
+    ASSERT_GE(t.losses.size(), 2u);
+    EXPECT_LT(t.losses.back(), t.losses.front()) << p.model;
+  }
 }
 
 TEST(CudaTraining, SeedModelOnThreeDevicesMatchesCpuRuntime) {
