@@ -203,6 +203,27 @@ TEST_P(CudaKernelCase, MatchesReferenceAndCpuBackend) {
   }
 }
 
+// Runs everywhere: the same one-instruction plans and inputs on the CPU
+// backend agree with the reference, so a GPU failure above is the kernel's,
+// not the harness's.
+TEST_P(CudaKernelCase, HarnessOnCpuBackendMatchesReference) {
+  const OpCase &c = *GetParam();
+  std::vector<test::OperandType> ops;
+  for (const TensorType &t : c.operands) ops.push_back(operandOf(t));
+  plan::Plan p = test::singleOpPlan(ir::opInfo(c.kind).name, fullAttrs(c), ops,
+                                    operandOf(resultType(c)));
+  std::vector<ir::RefTensor> inputs = makeInputs(c);
+  std::vector<ir::RefTensor> refInputs = inputs;
+  ir::RefTensor want = runReference(c, refInputs);
+  auto cpu = runOnce(p, cpuBackendFactory(), nullptr, inputs);
+  double tol = std::max(c.tol, 1e-5);
+  expectClose(cpu[0], want.data, tol, c.name() + " result");
+  for (int m : ir::opInfo(c.kind).mutatedOperands)
+    if (size_t(m) < inputs.size())
+      expectClose(cpu[size_t(m) + 1], refInputs[size_t(m)].data, tol,
+                  c.name() + " operand " + std::to_string(m));
+}
+
 INSTANTIATE_TEST_SUITE_P(AllOps, CudaKernelCase, ::testing::ValuesIn(allCases()),
                          [](const ::testing::TestParamInfo<const OpCase *> &info) {
                            return info.param->name();
