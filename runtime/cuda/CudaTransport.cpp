@@ -105,6 +105,8 @@ CudaTransport::~CudaTransport() {
     for (cudaEvent_t e : {c->ready, c->done, c->recvStart, c->recvDone})
       if (e) cudaEventDestroy(e);
   }
+  // Pending NCCL pairs finish before their communicators go away.
+  for (cudaStream_t s : commStreams_) cudaStreamSynchronize(s);
   for (cudaStream_t s : commStreams_) cudaStreamDestroy(s);
 #ifdef MPC_HAVE_NCCL
   for (void *comm : comms_) ncclCommDestroy(static_cast<ncclComm_t>(comm));
