@@ -28,8 +28,8 @@ stage() { # name, command...
   fi
 }
 
-bash scripts/install-deps.sh
 mkdir -p "$log"
+stage deps bash scripts/install-deps.sh
 echo "=== GPUs"
 if command -v nvidia-smi >/dev/null; then
   nvidia-smi -L
