@@ -257,8 +257,9 @@ public:
       fail("", "top level must be a JSON object, got " + describeJson(root));
     g_ = std::make_unique<Graph>();
     g_->sourceFile = file_;
-    checkKeys(root, "", kTopKeys, "top-level key");
+    // The version first: a file of another version may well have other keys.
     readVersion(root);
+    checkKeys(root, "", kTopKeys, "top-level key");
     g_->name = "model";
     if (const json *n = find(root, "name")) g_->name = nameOf(*n, "/name", "model name");
     if (const json *j = find(root, "inputs")) readInputs(*j);
