@@ -5,7 +5,8 @@
 # benchmarks on, builds the GPU targets, then runs the CUDA unit tests, the
 # cuda lit tests and the GPU benchmark, and prints a summary.
 #   scripts/gpu-check.sh            # build in build-gpu (MPC_BUILD_DIR overrides)
-# Exit status 0 when every stage passed.
+# Exit status 0 when every stage passed with a GPU, 1 when a stage failed,
+# 2 when everything passed but the GPU tests skipped (no GPU visible).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${MPC_BUILD_DIR:-build-gpu}
@@ -39,7 +40,7 @@ else
 fi
 
 stage configure cmake -S . -B "$build" -DMPC_ENABLE_CUDA=ON -DMPC_BUILD_BENCH=ON \
-  -DCMAKE_BUILD_TYPE=Release
+  -DCMAKE_BUILD_TYPE=${MPC_BUILD_TYPE:-Release}
 stage build cmake --build "$build" -j "$jobs" --target mpc regression3-data unit_runtime_cuda mpc-bench-cuda
 
 stage unit timeout 240 "$build/test/unit/runtime_cuda/unit_runtime_cuda" --gtest_color=no
@@ -52,11 +53,12 @@ echo "=== gpu-check summary ($(( $(date +%s) - start ))s)"
 for line in "${summary[@]}"; do echo "$line"; done
 if [ -f "$log/unit.log" ]; then
   passed=$(grep -c '^\[       OK \]' "$log/unit.log")
-  failed=$(grep -c '^\[  FAILED  \] [A-Za-z]' "$log/unit.log")
-  skipped=$(grep -c '^\[  SKIPPED \] [A-Za-z]' "$log/unit.log")
+  failed=$(grep -cE '^\[  FAILED  \] .* \([0-9]+ ms\)$' "$log/unit.log")
+  skipped=$(grep -cE '^\[  SKIPPED \] .* \([0-9]+ ms\)$' "$log/unit.log")
   echo "unit_runtime_cuda: $passed passed, $failed failed, $skipped skipped"
   if grep -q 'no CUDA device visible' "$log/unit.log"; then
-    echo "WARNING: GPU tests skipped: no CUDA device visible"
+    echo "WARNING: GPU tests skipped: no CUDA device visible (exit status 2)"
+    [ $status = 0 ] && status=2
   fi
   grep '^\[ overlap \]' "$log/unit.log"
 fi
