@@ -342,12 +342,12 @@ Launch prepareSgd(const KernelOperands &k) {
   for (size_t i = 0; i < k.inputs.size(); ++i)
     if (i != 3) requireSameCount(k.inputs[0], k.inputs[i]);
   SgdHyper h;
-  h.lr = float(attrFloat(k, "lr", 0.0));
-  h.momentum = float(attrFloat(k, "momentum", 0.0));
-  h.dampening = float(attrFloat(k, "dampening", 0.0));
-  h.weightDecay = float(attrFloat(k, "weight_decay", 0.0));
+  h.lr = attrFloat(k, "lr", 0.0);
+  h.momentum = attrFloat(k, "momentum", 0.0);
+  h.dampening = attrFloat(k, "dampening", 0.0);
+  h.weightDecay = attrFloat(k, "weight_decay", 0.0);
   h.nesterov = attrBool(k, "nesterov", false);
-  if (h.momentum != 0.f && k.inputs.size() != 4)
+  if (h.momentum != 0.0 && k.inputs.size() != 4)
     throw RuleError("sgd_update with momentum needs momentum_buf and step");
   bool state = k.inputs.size() == 4;
   float *p = f(k.inPtr[0]), *buf = state ? f(k.inPtr[2]) : nullptr;
@@ -367,11 +367,11 @@ Launch prepareAdam(const KernelOperands &k) {
   for (size_t i = 1; i < 4; ++i) requireSameCount(k.inputs[0], k.inputs[i]);
   if (k.inputs[4]->numElements() != 1) throw RuleError("adam_update step must be f32[1]");
   AdamHyper h;
-  h.lr = float(attrFloat(k, "lr", 0.0));
-  h.beta1 = float(attrFloat(k, "beta1", 0.9));
-  h.beta2 = float(attrFloat(k, "beta2", 0.999));
-  h.eps = float(attrFloat(k, "eps", 1e-8));
-  h.weightDecay = float(attrFloat(k, "weight_decay", 0.0));
+  h.lr = attrFloat(k, "lr", 0.0);
+  h.beta1 = attrFloat(k, "beta1", 0.9);
+  h.beta2 = attrFloat(k, "beta2", 0.999);
+  h.eps = attrFloat(k, "eps", 1e-8);
+  h.weightDecay = attrFloat(k, "weight_decay", 0.0);
   h.decoupled = attrBool(k, "decoupled", false);
   float *p = f(k.inPtr[0]), *m = f(k.inPtr[2]), *v = f(k.inPtr[3]), *step = f(k.inPtr[4]);
   const float *g = cf(k.inPtr[1]);

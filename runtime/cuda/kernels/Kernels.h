@@ -94,11 +94,14 @@ void launchSoftmaxCrossEntropyGrad(const float *logits, const int32_t *labels, c
                                    float *dlogits, int64_t rows, int64_t classes, int *errorFlag,
                                    cudaStream_t stream);
 
+/// Optimizer updates compute each element in float64 and store float32,
+/// like the CPU runtime's kernels, so both runtimes agree to the last bits
+/// or nearly.
 /// torch.optim.SGD on n elements in place; momentumBuf and step may be null
 /// (no momentum). `step` (f32[1]) is 0 on the first step and is incremented
 /// after the update by a second, single-thread kernel.
 struct SgdHyper {
-  float lr = 0, momentum = 0, dampening = 0, weightDecay = 0;
+  double lr = 0, momentum = 0, dampening = 0, weightDecay = 0;
   bool nesterov = false;
 };
 void launchSgdUpdate(float *param, const float *grad, float *momentumBuf, float *step, int64_t n,
@@ -106,7 +109,7 @@ void launchSgdUpdate(float *param, const float *grad, float *momentumBuf, float 
 /// torch.optim.Adam / AdamW (decoupled) in place; `step` is incremented first
 /// (a single-thread kernel) and read by the update.
 struct AdamHyper {
-  float lr = 0, beta1 = 0, beta2 = 0, eps = 0, weightDecay = 0;
+  double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weightDecay = 0;
   bool decoupled = false;
 };
 void launchAdamUpdate(float *param, const float *grad, float *m, float *v, float *step, int64_t n,

@@ -10,6 +10,8 @@
 //         m, v moments; p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps).
 // The step counter lives in device memory (f32[1]); the host never reads it.
 // Each block's thread 0 derives the bias corrections once into shared memory.
+// Elements are computed in float64 and stored as float32, like the CPU
+// runtime's kernels.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/kernels/Common.cuh"
@@ -30,38 +32,37 @@ __global__ void sgdKernel(float *__restrict__ p, const float *__restrict__ grad,
   bool first = step != nullptr && step[0] == 0.f;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    float g = grad[i] + h.weightDecay * p[i];
-    if (h.momentum != 0.f) {
-      float b = first ? g : h.momentum * buf[i] + (1.f - h.dampening) * g;
-      buf[i] = b;
-      g = h.nesterov ? g + h.momentum * b : b;
+    double g = double(grad[i]) + h.weightDecay * double(p[i]);
+    if (h.momentum != 0.0) {
+      double b = first ? g : h.momentum * double(buf[i]) + (1.0 - h.dampening) * g;
+      buf[i] = float(b);
+      g = h.nesterov ? g + h.momentum * double(buf[i]) : double(buf[i]);
     }
-    p[i] -= h.lr * g;
+    p[i] = float(double(p[i]) - h.lr * g);
   }
 }
 
 __global__ void adamKernel(float *__restrict__ p, const float *__restrict__ grad,
                            float *__restrict__ m, float *__restrict__ v,
                            const float *__restrict__ step, int64_t n, AdamHyper h) {
-  __shared__ float stepSize, bc2Sqrt;
+  __shared__ double stepSize, bc2Sqrt;
   if (threadIdx.x == 0) {
     double t = step[0];
-    double bc1 = 1.0 - pow(double(h.beta1), t), bc2 = 1.0 - pow(double(h.beta2), t);
-    stepSize = float(double(h.lr) / bc1);
-    bc2Sqrt = float(sqrt(bc2));
+    double bc1 = 1.0 - pow(h.beta1, t), bc2 = 1.0 - pow(h.beta2, t);
+    stepSize = h.lr / bc1;
+    bc2Sqrt = sqrt(bc2);
   }
   __syncthreads();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    float g = grad[i];
-    float pi = p[i];
-    if (h.decoupled) pi *= 1.f - h.lr * h.weightDecay;
+    double g = grad[i], pi = p[i];
+    if (h.decoupled) pi *= 1.0 - h.lr * h.weightDecay;
     else g += h.weightDecay * pi;
-    float mi = h.beta1 * m[i] + (1.f - h.beta1) * g;
-    float vi = h.beta2 * v[i] + (1.f - h.beta2) * g * g;
-    m[i] = mi;
-    v[i] = vi;
-    p[i] = pi - stepSize * mi / (sqrtf(vi) / bc2Sqrt + h.eps);
+    double mi = h.beta1 * double(m[i]) + (1.0 - h.beta1) * g;
+    double vi = h.beta2 * double(v[i]) + (1.0 - h.beta2) * g * g;
+    m[i] = float(mi);
+    v[i] = float(vi);
+    p[i] = float(pi - stepSize * mi / (sqrt(vi) / bc2Sqrt + h.eps));
   }
 }
 
