@@ -57,7 +57,8 @@ struct KernelInstance {
   // Filled by prepare:
   std::vector<int64_t> ints; ///< sizes/strides, meaning per kernel
   std::vector<std::vector<int64_t>> strides; ///< per input, broadcast strides over out
-  double scalar = 0;         ///< a float attribute (scale value, eps, ...)
+  double scalar = 0;         ///< a float attribute (scale value, fill value)
+  std::vector<double> reals; ///< several float attributes (optimizer hyper-parameters)
   int64_t outer = 1, axis = 1, inner = 1; ///< reductions/softmax: [outer, axis, inner]
   mutable std::vector<double> scratch; ///< per-instance work space (reductions)
 };

@@ -36,7 +36,7 @@ void finish(const KernelInstance &k) {
     std::memmove(k.out.data, k.in[0].data, size_t(k.out.numel) * 4);
 }
 
-// ints: hasState, nesterov; strides[0] unused. Hyper-parameters in `lr` etc.
+// reals: lr, momentum, dampening, weight_decay, nesterov (0/1).
 struct SgdHyper {
   double lr, momentum, dampening, wd;
   bool nesterov;
@@ -55,12 +55,12 @@ void prepareSgd(KernelInstance &k) {
     requireStep(k, 3);
   }
   if (!hasAttr(k, "lr")) throw RuleError("attribute 'lr' is missing");
-  k.scratch = {attrFloat(k, "lr", 0.0), momentum, attrFloat(k, "dampening", 0.0),
+  k.reals = {attrFloat(k, "lr", 0.0), momentum, attrFloat(k, "dampening", 0.0),
                attrFloat(k, "weight_decay", 0.0), attrBool(k, "nesterov", false) ? 1.0 : 0.0};
 }
 
 void runSgd(const KernelInstance &k) {
-  const std::vector<double> &h = k.scratch;
+  const std::vector<double> &h = k.reals;
   double lr = h[0], momentum = h[1], dampening = h[2], wd = h[3];
   bool nesterov = h[4] != 0.0;
   float *p = k.in[0].f();
@@ -83,6 +83,7 @@ void runSgd(const KernelInstance &k) {
   finish(k);
 }
 
+// reals: lr, beta1, beta2, eps, weight_decay, decoupled (0/1).
 void prepareAdam(KernelInstance &k) {
   requireDType(k.in[0], plan::DType::F32, "operand 'param'");
   requireLike(k, 1, "grad");
@@ -91,13 +92,13 @@ void prepareAdam(KernelInstance &k) {
   requireStep(k, 4);
   requireSameShape(k.in[0], k.out, "parameter and result");
   if (!hasAttr(k, "lr")) throw RuleError("attribute 'lr' is missing");
-  k.scratch = {attrFloat(k, "lr", 0.0),    attrFloat(k, "beta1", 0.9),
+  k.reals = {attrFloat(k, "lr", 0.0),    attrFloat(k, "beta1", 0.9),
                attrFloat(k, "beta2", 0.999), attrFloat(k, "eps", 1e-8),
                attrFloat(k, "weight_decay", 0.0), attrBool(k, "decoupled", false) ? 1.0 : 0.0};
 }
 
 void runAdam(const KernelInstance &k) {
-  const std::vector<double> &h = k.scratch;
+  const std::vector<double> &h = k.reals;
   double lr = h[0], b1 = h[1], b2 = h[2], eps = h[3], wd = h[4];
   bool decoupled = h[5] != 0.0;
   float *p = k.in[0].f(), *m = k.in[2].f(), *v = k.in[3].f(), *step = k.in[4].f();
