@@ -104,6 +104,13 @@ std::string namesOf(const std::vector<plan::TensorRef> &list) {
   return s.empty() ? "none" : s;
 }
 
+/// "[N,2]": the file shape that feeds a plan input of shape `batch`.
+std::string datasetShapeHint(const std::vector<int64_t> &batch) {
+  std::string s = "[N";
+  for (size_t i = 1; i < batch.size(); ++i) s += "," + std::to_string(batch[i]);
+  return s + "]";
+}
+
 /// One dataset input: the whole NPY array and the plan tensor it feeds.
 struct Dataset {
   const plan::TensorRef *ref = nullptr;
@@ -161,14 +168,7 @@ std::vector<Dataset> loadInputs(const plan::Plan &p, const std::vector<std::stri
       throw UserError(d.file, "input '" + t.name + "'",
                       "shape " + typeStr(a.dtype, a.shape) +
                           " does not match the plan's batch " + typeStr(t.dtype, t.shape) +
-                          " (expected [N" +
-                          [&] {
-                            std::string s;
-                            for (size_t i = 1; i < t.shape.size(); ++i)
-                              s += "," + std::to_string(t.shape[i]);
-                            return s;
-                          }() +
-                          "] with N a dataset size)");
+                          " (expected " + datasetShapeHint(t.shape) + " with N a dataset size)");
     d.batch = t.shape[0];
     d.rowBytes = size_t(t.numElements() / std::max<int64_t>(1, t.shape[0])) * 4;
     if (rows >= 0 && a.shape[0] != rows)
