@@ -12,6 +12,6 @@ mkdir -p "$work"
 "$build/examples/regression3-data" "$work"
 "$mpc" compile examples/regression3/model.json -o "$work/plan.bin" --stats
 "$mpc" run "$work/plan.bin" --input x="$work/x.npy" --input y="$work/y.npy" \
-  --epochs "${EPOCHS:-10}" --shuffle --log-every 500 --save "$work/trained.safetensors" \
+  --epochs "${EPOCHS:-20}" --shuffle --log-every 500 --save "$work/trained.safetensors" \
   --print-params
 "$build/examples/regression3-report" "$work/trained.safetensors"
