@@ -59,6 +59,7 @@ Executor::Executor(plan::Plan plan, BackendFactory factory, std::unique_ptr<Tran
   if (!transport_) transport_ = std::make_unique<ChannelTransport>(plan_);
   for (uint32_t d = 0; d < plan_.devices.size(); ++d) {
     backends_.push_back(factory(plan_, d));
+    MPC_ASSERT(backends_.back() != nullptr, "backend factory returned no backend");
     backends_.back()->load(plan_, d);
   }
   // Initial values: params, then states, in that order.
