@@ -63,6 +63,10 @@ Node *Builder::create(OpKind op, std::vector<Node *> inputs, AttrMap attrs,
 }
 
 Node *Builder::copyTo(Node *a, const std::string &dest, const std::string &name) {
+  // One copy per (value, destination): a gradient rule may ask twice for the
+  // same transfer (add's two operands share one gradient value).
+  for (Node *u : graph_.users(a))
+    if (u->isOp(OpKind::Copy) && u->device == dest) return u;
   const OpInfo &info = opInfo(OpKind::Copy);
   AttrMap attrs = completeAttrs(info, {});
   TensorType type = inferNodeType(info, {a}, attrs);

@@ -58,7 +58,8 @@ public:
   Node *fill(double value, Shape shape) {
     return create(OpKind::Fill, {}, {{"value", value}, {"shape", std::move(shape)}});
   }
-  /// A copy of `a` onto `dest` (the created node sits on `dest`).
+  /// A copy of `a` onto `dest` (the created node sits on `dest`); returns the
+  /// existing copy when `a` already has one there.
   Node *copyTo(Node *a, const std::string &dest, const std::string &name);
 
   /// Sums `g` over the axes that broadcasting added or stretched so that the
