@@ -8,8 +8,8 @@
 #include "passes/PassRegistry.h"
 
 #include "support/Error.h"
+#include "support/StringUtil.h"
 
-#include <algorithm>
 
 namespace mpc::passes {
 
@@ -31,36 +31,19 @@ const std::vector<PassEntry> &allPasses() {
   return entries;
 }
 
-static size_t editDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 std::unique_ptr<Pass> createPass(std::string_view name, bool enableTestPasses) {
-  std::string known;
-  std::string_view best;
-  size_t bestDist = 3; // suggest only names within two edits
+  std::vector<std::string> known;
   for (const PassEntry &e : allPasses()) {
     if (e.testOnly && !enableTestPasses) continue;
     if (e.name == name) return e.create();
-    known += (known.empty() ? "" : ", ") + std::string(e.name);
-    size_t d = editDistance(name, e.name);
-    if (d < bestDist) {
-      bestDist = d;
-      best = e.name;
-    }
+    known.emplace_back(e.name);
   }
   std::string msg = "unknown pass '" + std::string(name) + "'";
-  if (!best.empty()) msg += "; did you mean '" + std::string(best) + "'?";
-  msg += " (known passes: " + known + ")";
-  throw UserError(msg);
+  std::string best = closestMatch(name, known, /*maxDistance=*/2);
+  if (!best.empty()) msg += "; did you mean '" + best + "'?";
+  std::string list;
+  for (const std::string &k : known) list += (list.empty() ? "" : ", ") + k;
+  throw UserError(msg + " (known passes: " + list + ")");
 }
 
 } // namespace mpc::passes
