@@ -217,6 +217,65 @@ TEST(GradientCheck, SoftmaxThenLogThroughReductions) {
   checkGradients(g, y, feedOf({{x, 2.0}}), 1e-6);
 }
 
+/// A small deterministic generator for random shapes.
+struct ShapeRng {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  int64_t below(int64_t n) { return int64_t(next() % uint64_t(n)); }
+};
+
+TEST(GradientCheck, RandomBroadcastShapesWithFixedSeed) {
+  ShapeRng rng{2024};
+  const OpKind kinds[] = {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div};
+  for (int trial = 0; trial < 24; ++trial) {
+    Shape out(size_t(rng.below(4)));
+    for (int64_t &d : out) d = 1 + rng.below(4);
+    // Each operand: a suffix of `out` with some dims set to 1.
+    auto operandShape = [&] {
+      Shape s(out.begin() + long(rng.below(int64_t(out.size()) + 1)), out.end());
+      for (int64_t &d : s)
+        if (rng.below(3) == 0) d = 1;
+      return s;
+    };
+    Graph g;
+    Node *a = g.addInput("a", f32(operandShape()));
+    Node *bb = g.addInput("b", f32(operandShape()));
+    Builder b(g);
+    OpKind k = kinds[trial % 4];
+    Node *y = b.create(k, {a, bb});
+    SCOPED_TRACE(std::string(opInfo(k).name) + " " + a->type.str() + " x " + bb->type.str());
+    auto feed = feedOf({{a, 2.0}, {bb, 2.0}});
+    if (k == OpKind::Div)
+      for (double &v : feed["b"].data) v = v < 0 ? v - 0.5 : v + 0.5;
+    checkGradients(g, y, feed, 1e-6, uint64_t(trial));
+  }
+}
+
+TEST(GradientCheck, RandomMatMulsAndReductionsWithFixedSeed) {
+  ShapeRng rng{77};
+  for (int trial = 0; trial < 12; ++trial) {
+    int64_t m = 1 + rng.below(4), k = 1 + rng.below(4), n = 1 + rng.below(4);
+    bool ta = rng.below(2), tb = rng.below(2);
+    Graph g;
+    Node *a = g.addInput("a", f32(ta ? Shape{k, m} : Shape{m, k}));
+    Node *w = g.addInput("w", f32(tb ? Shape{n, k} : Shape{k, n}));
+    Builder b(g);
+    Node *h = b.matmul(a, w, ta, tb);
+    std::vector<int64_t> axes;
+    if (rng.below(2)) axes.push_back(rng.below(2) ? 0 : -1);
+    bool keep = rng.below(2);
+    Node *y = b.create(trial % 2 ? OpKind::Mean : OpKind::Sum, {h},
+                       {{"axes", axes}, {"keepdims", keep}});
+    SCOPED_TRACE(a->type.str() + " x " + w->type.str() + (ta ? " ta" : "") + (tb ? " tb" : ""));
+    checkGradients(g, y, feedOf({{a, 1.0}, {w, 1.0}}), 1e-6, uint64_t(trial));
+  }
+}
+
 TEST(GradientRule, CopyGradientIsACopyBackToTheSourceDevice) {
   Graph g;
   Node *z = g.addInput("z1", f32({4, 2}));
