@@ -24,6 +24,7 @@
 #include "ir/JsonWriter.h"
 #include "support/Error.h"
 #include "support/FileIO.h"
+#include "support/StringUtil.h"
 
 #include <nlohmann/json.hpp>
 
@@ -97,21 +98,6 @@ std::string formatNumber(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
-}
-
-size_t editDistance(const std::string &a, const std::string &b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
 }
 
 /// "; did you mean 'x'?" when a candidate is close to `word`, else "".

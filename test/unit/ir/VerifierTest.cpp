@@ -182,7 +182,10 @@ TEST(Verifier, CopiesExplicit) {
   // Two copies of one value to one device.
   g = copiedSeed();
   Builder b(*g);
-  Node *second = b.copyTo(g->find("z0"), "cpu:1", "z0.to.cpu1.again");
+  // Builder::copyTo would reuse the existing copy; add the duplicate directly.
+  Node *z0 = g->find("z0");
+  Node *second = g->addOp("z0.to.cpu1.again", OpKind::Copy, {z0}, {}, z0->type);
+  second->device = "cpu:1";
   Node *extra = b.create(OpKind::Relu, {second}, {}, "r");
   extra->device = "cpu:1";
   EXPECT_THAT(verifyGraph(*g),
