@@ -62,6 +62,13 @@ Node *Builder::create(OpKind op, std::vector<Node *> inputs, AttrMap attrs,
   return n;
 }
 
+std::string copyName(const std::string &value, const std::string &device) {
+  std::string name = value + ".to.";
+  for (char c : device)
+    if (c != ':') name += c;
+  return name;
+}
+
 Node *Builder::copyTo(Node *a, const std::string &dest, const std::string &name) {
   // One copy per (value, destination): a gradient rule may ask twice for the
   // same transfer (add's two operands share one gradient value).
@@ -70,7 +77,7 @@ Node *Builder::copyTo(Node *a, const std::string &dest, const std::string &name)
   const OpInfo &info = opInfo(OpKind::Copy);
   AttrMap attrs = completeAttrs(info, {});
   TensorType type = inferNodeType(info, {a}, attrs);
-  Node *n = graph_.addOp(graph_.uniqueName(name), OpKind::Copy, {a}, std::move(attrs),
+  Node *n = graph_.addOp(graph_.uniqueName(name.empty() ? copyName(a->name, dest) : name), OpKind::Copy, {a}, std::move(attrs),
                          std::move(type));
   n->device = dest;
   n->backward = backward;

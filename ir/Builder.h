@@ -58,9 +58,10 @@ public:
   Node *fill(double value, Shape shape) {
     return create(OpKind::Fill, {}, {{"value", value}, {"shape", std::move(shape)}});
   }
-  /// A copy of `a` onto `dest` (the created node sits on `dest`); returns the
-  /// existing copy when `a` already has one there.
-  Node *copyTo(Node *a, const std::string &dest, const std::string &name);
+  /// A copy of `a` onto `dest` (the created node sits on `dest`), named
+  /// `name` or, by default, copyName(a, dest); returns the existing copy when
+  /// `a` already has one there.
+  Node *copyTo(Node *a, const std::string &dest, const std::string &name = "");
 
   /// Sums `g` over the axes that broadcasting added or stretched so that the
   /// result has shape `target`; returns `g` itself when shapes already match.
@@ -69,6 +70,9 @@ public:
 private:
   Graph &graph_;
 };
+
+/// The name of the copy of `value` onto `device`: "z0.to.cpu1".
+std::string copyName(const std::string &value, const std::string &device);
 
 /// Fills in defaults and checks `attrs` against the op's schema. Throws
 /// RuleError naming the attribute ("unknown attribute 'axiz'", "attribute

@@ -45,13 +45,6 @@ using ir::Node;
 
 namespace {
 
-std::string withoutColons(const std::string &s) {
-  std::string r;
-  for (char c : s)
-    if (c != ':') r += c;
-  return r;
-}
-
 class Autodiff {
 public:
   Autodiff(Graph &g, PassContext &ctx) : g_(g), ctx_(ctx) {}
@@ -168,7 +161,7 @@ private:
     std::string want = v->name + ".grad";
     for (Node *&p : parts)
       if (!p->device.empty() && !v->device.empty() && p->device != v->device) {
-        p = b.copyTo(p, v->device, p->name + ".to." + withoutColons(v->device));
+        p = b.copyTo(p, v->device);
         ctx_.count("autodiff", "gradient-copies");
       }
     Node *sum = parts.front();

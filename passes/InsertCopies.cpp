@@ -33,13 +33,6 @@ using ir::Node;
 
 namespace {
 
-std::string withoutColons(const std::string &s) {
-  std::string r;
-  for (char c : s)
-    if (c != ':') r += c;
-  return r;
-}
-
 class InsertCopiesPass : public Pass {
 public:
   std::string_view name() const override { return "insert-copies"; }
@@ -74,8 +67,7 @@ public:
           // Step 3: the copy belongs to the same side of the graph as its value.
           b.backward = operand->backward;
           b.origin = operand->origin;
-          Node *c = b.copyTo(operand, user->device,
-                             operand->name + ".to." + withoutColons(user->device));
+          Node *c = b.copyTo(operand, user->device);
           it = copies.emplace(key, c).first;
           ctx.count("insert-copies", "copies-inserted");
         } else {

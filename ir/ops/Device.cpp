@@ -18,13 +18,6 @@ namespace {
 
 void identityRef(RefOps o, const AttrMap &, RefTensor &out) { out.data = o[0]->data; }
 
-std::string withoutColons(const std::string &s) {
-  std::string r;
-  for (char c : s)
-    if (c != ':') r += c;
-  return r;
-}
-
 } // namespace
 
 void addDeviceOps(std::vector<OpInfo> &t) {
@@ -34,7 +27,7 @@ void addDeviceOps(std::vector<OpInfo> &t) {
     r.infer = [](TypeOps o, const AttrMap &) { return o[0]; };
     r.grad = [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
       const std::string &src = n.inputs[0]->device;
-      return {b.copyTo(dy, src, dy->name + ".to." + withoutColons(src))};
+      return {b.copyTo(dy, src)};
     };
     r.reference = identityRef;
     r.flops = noFlops;
