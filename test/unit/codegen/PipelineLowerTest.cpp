@@ -12,6 +12,7 @@
 #include "passes/PassManager.h"
 #include "runtime/plan/PlanIO.h"
 #include "test/unit/codegen/TestPlanChecks.h"
+#include "test/unit/SeedModel.h"
 
 #include <gtest/gtest.h>
 
@@ -21,29 +22,6 @@
 
 namespace mpc {
 namespace {
-
-const char *kSeedModel = R"({
-  "mpc": 1, "name": "regression3",
-  "inputs":  { "x": {"shape": [100, 2]}, "y": {"shape": [100, 1]} },
-  "params": {
-    "w0": {"shape": [2, 2], "init": {"xavier": {"magnitude": 2.24}}, "device": "stage0"},
-    "b0": {"shape": [2],    "init": {"constant": 0.5},               "device": "stage0"},
-    "w1": {"shape": [2, 2], "init": {"xavier": {"magnitude": 2.24}}, "device": "stage1"},
-    "b1": {"shape": [2],    "init": {"constant": 0.5},               "device": "stage1"},
-    "w2": {"shape": [2, 1], "init": {"xavier": {"magnitude": 2.24}}, "device": "stage2"},
-    "b2": {"shape": [1],    "init": {"constant": 0.5},               "device": "stage2"}
-  },
-  "nodes": [
-    {"name": "h0",   "op": "matmul",   "inputs": ["x", "w0"],  "device": "stage0"},
-    {"name": "z0",   "op": "add",      "inputs": ["h0", "b0"]},
-    {"name": "h1",   "op": "matmul",   "inputs": ["z0", "w1"], "device": "stage1"},
-    {"name": "z1",   "op": "add",      "inputs": ["h1", "b1"]},
-    {"name": "h2",   "op": "matmul",   "inputs": ["z1", "w2"], "device": "stage2"},
-    {"name": "z2",   "op": "add",      "inputs": ["h2", "b2"]},
-    {"name": "loss", "op": "mse_loss", "inputs": ["z2", "y"]}
-  ],
-  "loss": "loss", "outputs": ["z2"], "optimizer": {"adam": {"lr": 0.001}}
-})";
 
 plan::Plan compile(const std::string &model, uint64_t seed = 0) {
   auto g = ir::readModelJson(model, "model.json");
@@ -68,7 +46,7 @@ void expectSound(const plan::Plan &p) {
 }
 
 TEST(PipelineLower, SeedModel) {
-  plan::Plan p = compile(kSeedModel);
+  plan::Plan p = compile(test::seedModelJson());
   expectSound(p);
   ASSERT_EQ(p.devices.size(), 3u);
   EXPECT_EQ(p.params.size(), 6u);

@@ -20,7 +20,7 @@
 
 using namespace mpc;
 using namespace mpc::ir;
-using mpc::test::kSeedModel;
+using mpc::test::seedModelJson;
 using mpc::test::readModel;
 
 namespace {
@@ -42,7 +42,7 @@ std::unique_ptr<Graph> roundTrip(const Graph &g) {
 }
 
 TEST(JsonRoundTrip, SeedModel) {
-  auto g = readModel(kSeedModel);
+  auto g = readModel(test::seedModelJson());
   auto back = roundTrip(*g);
   ASSERT_TRUE(back);
   EXPECT_EQ(printGraph(*back), printGraph(*g));
@@ -52,7 +52,7 @@ TEST(JsonRoundTrip, SeedModel) {
 }
 
 TEST(JsonRoundTrip, WrittenFormIsOneEntryPerLine) {
-  auto g = readModel(kSeedModel);
+  auto g = readModel(test::seedModelJson());
   std::string text = writeModelJson(*g);
   EXPECT_THAT(text, ::testing::StartsWith("{\n  \"mpc\": 1,\n  \"name\": \"regression3\",\n"
                                           "  \"inputs\": {\n    \"x\": {\"shape\": [100, 2]},\n"));
@@ -68,15 +68,15 @@ TEST(JsonRoundTrip, WrittenFormIsOneEntryPerLine) {
 }
 
 TEST(JsonRoundTrip, DiffGraphsSeesDifferences) {
-  auto a = readModel(kSeedModel);
-  auto b = readModel(kSeedModel);
+  auto a = readModel(test::seedModelJson());
+  auto b = readModel(test::seedModelJson());
   EXPECT_EQ(diffGraphs(*a, *b), "");
   b->find("h1")->device = "gpu:1";
   EXPECT_EQ(diffGraphs(*a, *b), "node 'h1': device 'stage1' vs 'gpu:1'");
-  b = readModel(kSeedModel);
+  b = readModel(test::seedModelJson());
   b->find("w0")->init->a = 2.25;
   EXPECT_EQ(diffGraphs(*a, *b), "node 'w0': init xavier(2.24) vs xavier(2.25)");
-  b = readModel(kSeedModel);
+  b = readModel(test::seedModelJson());
   b->gradients["w0"] = "h0";
   EXPECT_EQ(diffGraphs(*a, *b), "gradients differ");
 }
@@ -85,7 +85,7 @@ TEST(JsonRoundTrip, DiffGraphsSeesDifferences) {
 /// concrete devices, a copy, backward nodes with origins, gradients, Adam
 /// state and updates, an i32 input, and every stage flag.
 std::unique_ptr<Graph> trainingGraph() {
-  auto g = readModel(kSeedModel);
+  auto g = readModel(test::seedModelJson());
   const char *devs[] = {"cpu:0", "cpu:1", "gpu:2"};
   for (const auto &n : g->nodes()) {
     if (n->device == "stage0" || n->device.empty()) n->device = devs[0];
@@ -156,7 +156,7 @@ TEST(JsonRoundTrip, TrainingGraphWithStateGradientsAndDevices) {
 }
 
 TEST(JsonRoundTrip, Optimizers) {
-  auto g = readModel(kSeedModel);
+  auto g = readModel(test::seedModelJson());
   OptimizerSpec sgd;
   sgd.kind = "sgd";
   sgd.lr = 0.05;

@@ -15,7 +15,7 @@
 
 using namespace mpc;
 using namespace mpc::ir;
-using mpc::test::kSeedModel;
+using mpc::test::seedModelJson;
 using mpc::test::readModel;
 
 namespace {
@@ -52,7 +52,7 @@ TEST(Printer, SmallGraphExactly) {
 }
 
 TEST(Printer, SeedModelHeaderAndFirstNodes) {
-  auto g = readModel(kSeedModel);
+  auto g = readModel(test::seedModelJson());
   std::string text = printGraph(*g);
   EXPECT_EQ(text.substr(0, text.find("%h0")),
             "graph @regression3 {\n"
@@ -72,7 +72,7 @@ TEST(Printer, SeedModelHeaderAndFirstNodes) {
   std::ostringstream os;
   printGraph(*g, os);
   EXPECT_EQ(os.str(), text);
-  EXPECT_EQ(printGraph(*readModel(kSeedModel)), text);
+  EXPECT_EQ(printGraph(*readModel(test::seedModelJson())), text);
 }
 
 TEST(Printer, NodesInTopologicalOrderWithCreationTieBreak) {
@@ -89,7 +89,7 @@ TEST(Printer, NodesInTopologicalOrderWithCreationTieBreak) {
 }
 
 TEST(Printer, NodeLineForms) {
-  auto g = readModel(kSeedModel);
+  auto g = readModel(test::seedModelJson());
   EXPECT_EQ(printNode(*g->find("h0")),
             "%h0 = matmul(%x, %w0) {transpose_a=false, transpose_b=false} : f32[100,2] @stage0");
   Builder b(*g);

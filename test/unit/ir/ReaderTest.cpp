@@ -18,7 +18,7 @@
 
 using namespace mpc;
 using namespace mpc::ir;
-using mpc::test::kSeedModel;
+using mpc::test::seedModelJson;
 using mpc::test::readError;
 using mpc::test::readModel;
 using ::testing::HasSubstr;
@@ -38,7 +38,7 @@ std::string model(const std::string &nodes, const std::string &extra = "") {
 }
 
 TEST(Reader, AcceptsSeedModel) {
-  auto g = readModel(kSeedModel);
+  auto g = readModel(test::seedModelJson());
   EXPECT_EQ(g->name, "regression3");
   EXPECT_EQ(g->sourceFile, "model.json");
   ASSERT_EQ(g->nodes().size(), 15u);
@@ -508,7 +508,7 @@ TEST(ReaderError, HugeNumbers) {
 /// JSON type: the reader either accepts the result or throws a UserError.
 TEST(ReaderRobustness, AnyValueReplacedGivesUserErrorOrGraph) {
   using json = nlohmann::ordered_json;
-  json seed = json::parse(kSeedModel);
+  json seed = json::parse(test::seedModelJson());
   std::vector<json::json_pointer> pointers;
   json flat = seed.flatten();
   // Every leaf and every container on the way to it.
@@ -546,7 +546,7 @@ TEST(ReaderRobustness, AnyValueReplacedGivesUserErrorOrGraph) {
 
 /// Every prefix of the seed model is rejected with a UserError.
 TEST(ReaderRobustness, TruncatedFilesGiveUserErrors) {
-  std::string text = kSeedModel;
+  std::string text = test::seedModelJson();
   for (size_t n = 0; n + 2 < text.size(); n += 7) {
     try {
       mpc::ir::readModelJson(text.substr(0, n), "model.json");

@@ -16,7 +16,7 @@
 
 using namespace mpc;
 using namespace mpc::ir;
-using mpc::test::kSeedModel;
+using mpc::test::seedModelJson;
 using mpc::test::readModel;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -27,7 +27,7 @@ namespace {
 /// The seed model with every node on cpu:0/cpu:1/cpu:2 by group, claiming
 /// kPlaced (valid: placement is all the claim asks).
 std::unique_ptr<Graph> placedSeed() {
-  auto g = readModel(kSeedModel);
+  auto g = readModel(test::seedModelJson());
   std::string dev = "cpu:0";
   for (Node *n : g->topoOrder()) {
     if (n->device == "stage0") dev = "cpu:0";
@@ -42,12 +42,12 @@ std::unique_ptr<Graph> placedSeed() {
 }
 
 TEST(Verifier, AcceptsValidGraphs) {
-  EXPECT_THAT(verifyGraph(*readModel(kSeedModel)), IsEmpty());
+  EXPECT_THAT(verifyGraph(*readModel(test::seedModelJson())), IsEmpty());
   EXPECT_THAT(verifyGraph(*placedSeed()), IsEmpty());
 }
 
 TEST(Verifier, StoredTypeDiffersFromRule) {
-  auto g = readModel(kSeedModel);
+  auto g = readModel(test::seedModelJson());
   g->find("h1")->type = TensorType{DType::F32, {100, 3}};
   g->find("h1")->device = "cpu:1";
   // z1 = add(h1, b1) is re-checked against the wrong stored type too.
@@ -58,7 +58,7 @@ TEST(Verifier, StoredTypeDiffersFromRule) {
 }
 
 TEST(Verifier, ShapeRuleFails) {
-  auto g = readModel(kSeedModel);
+  auto g = readModel(test::seedModelJson());
   g->find("h1")->inputs[1] = g->find("y"); // [100,2] x [100,1]: inner dims differ
   auto errors = verifyGraph(*g);
   ASSERT_FALSE(errors.empty());
@@ -66,7 +66,7 @@ TEST(Verifier, ShapeRuleFails) {
 }
 
 TEST(Verifier, DanglingOperand) {
-  auto g = readModel(kSeedModel);
+  auto g = readModel(test::seedModelJson());
   g->find("z1")->inputs[0] = nullptr;
   EXPECT_THAT(verifyGraph(*g),
               ElementsAre("'z1' (add): operand 0 is not a value of this graph"));
@@ -78,23 +78,23 @@ TEST(Verifier, DanglingOperand) {
 }
 
 TEST(Verifier, Cycle) {
-  auto g = readModel(kSeedModel);
+  auto g = readModel(test::seedModelJson());
   // h0 = matmul(z1, w0) closes h0 -> z0 -> h1 -> z1 -> h0; z1 is [100,2] like x.
   g->find("h0")->inputs[0] = g->find("z1");
   EXPECT_THAT(verifyGraph(*g), ElementsAre(HasSubstr("cycle through node")));
 }
 
 TEST(Verifier, Arity) {
-  auto g = readModel(kSeedModel);
+  auto g = readModel(test::seedModelJson());
   g->find("z0")->inputs.pop_back();
   EXPECT_THAT(verifyGraph(*g), ElementsAre("'z0' (add): takes 2 operand(s), has 1"));
-  g = readModel(kSeedModel);
+  g = readModel(test::seedModelJson());
   g->find("x")->inputs.push_back(g->find("y"));
   EXPECT_THAT(verifyGraph(*g), ElementsAre("'x' (input): a leaf has no operands, found 1"));
 }
 
 TEST(Verifier, Attributes) {
-  auto g = readModel(kSeedModel);
+  auto g = readModel(test::seedModelJson());
   Node *h0 = g->find("h0");
   h0->attrs.erase("transpose_a");
   h0->attrs["transpose_b"] = int64_t(1);
@@ -106,7 +106,7 @@ TEST(Verifier, Attributes) {
 }
 
 TEST(Verifier, LossAndOutputs) {
-  auto g = readModel(kSeedModel);
+  auto g = readModel(test::seedModelJson());
   g->loss = "z2";
   g->outputs.push_back("nope");
   g->outputs.push_back("z2");
@@ -119,7 +119,7 @@ TEST(Verifier, LossAndOutputs) {
 }
 
 TEST(Verifier, LeavesAndDevices) {
-  auto g = readModel(kSeedModel);
+  auto g = readModel(test::seedModelJson());
   g->find("b0")->init.reset();
   g->find("z0")->device = "tpu:0";
   g->find("y")->type.shape = {-1};
@@ -289,7 +289,7 @@ TEST(Verifier, Optimized) {
 }
 
 TEST(Verifier, ReportsEveryViolation) {
-  auto g = readModel(kSeedModel);
+  auto g = readModel(test::seedModelJson());
   g->find("h0")->type = TensorType{DType::F32, {1}};
   g->find("h2")->device = "bad device";
   g->outputs = {"missing"};

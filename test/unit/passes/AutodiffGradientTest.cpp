@@ -44,7 +44,7 @@ Values evaluate(const ir::Graph &g, const Values &params, const Values &inputs) 
   return interp.step(inputs);
 }
 
-void checkGradients(const char *model, uint64_t seed) {
+void checkGradients(const std::string &model, uint64_t seed) {
   auto g = test::parse(model);
   test::runPasses(*g, test::kGradientPipeline);
   ASSERT_FALSE(g->gradients.empty());
@@ -74,7 +74,7 @@ void checkGradients(const char *model, uint64_t seed) {
 }
 
 TEST(AutodiffGradient, SeedModelMatchesFiniteDifferences) {
-  checkGradients(test::kRegression3, 1);
+  checkGradients(test::seedModelJson(), 1);
 }
 
 TEST(AutodiffGradient, FanoutBroadcastModelMatchesFiniteDifferences) {
@@ -82,7 +82,7 @@ TEST(AutodiffGradient, FanoutBroadcastModelMatchesFiniteDifferences) {
 }
 
 /// Gradients by parameter name after compiling with `options`.
-Values gradientsWith(const char *model, const PassOptions &options, uint64_t seed) {
+Values gradientsWith(const std::string &model, const PassOptions &options, uint64_t seed) {
   auto g = test::parse(model);
   test::runPasses(*g, test::kGradientPipeline, options);
   Values inputs = randomInputs(*g, seed);
@@ -92,7 +92,7 @@ Values gradientsWith(const char *model, const PassOptions &options, uint64_t see
   return out;
 }
 
-void expectSameOnOneAndThreeDevices(const char *model, std::map<std::string, std::string> map) {
+void expectSameOnOneAndThreeDevices(const std::string &model, std::map<std::string, std::string> map) {
   PassOptions one;
   one.devices = {"cpu:0"};
   one.groupMap = std::move(map);
@@ -108,7 +108,7 @@ void expectSameOnOneAndThreeDevices(const char *model, std::map<std::string, std
 }
 
 TEST(AutodiffGradient, OneDeviceAndThreeDevicesAgree) {
-  expectSameOnOneAndThreeDevices(test::kRegression3,
+  expectSameOnOneAndThreeDevices(test::seedModelJson(),
                                  {{"stage0", "cpu:0"}, {"stage1", "cpu:0"}, {"stage2", "cpu:0"}});
   expectSameOnOneAndThreeDevices(test::kFanoutModel,
                                  {{"g0", "cpu:0"}, {"g1", "cpu:0"}, {"g2", "cpu:0"}});

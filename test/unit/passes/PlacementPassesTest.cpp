@@ -17,7 +17,7 @@ namespace mpc::passes {
 namespace {
 
 using test::kFanoutModel;
-using test::kRegression3;
+using test::seedModelJson;
 using test::parse;
 using test::runPasses;
 
@@ -39,7 +39,7 @@ std::string errorOf(ir::Graph &g, const std::string &pass, const PassOptions &o 
 }
 
 TEST(Place, MapsGroupsInOrderOfFirstAppearance) {
-  auto g = parse(kRegression3);
+  auto g = parse(test::seedModelJson());
   runPasses(*g, "place");
   for (const char *n : {"x", "w0", "b0", "h0", "z0"}) EXPECT_EQ(g->find(n)->device, "cpu:0") << n;
   for (const char *n : {"w1", "b1", "h1", "z1"}) EXPECT_EQ(g->find(n)->device, "cpu:1") << n;
@@ -48,7 +48,7 @@ TEST(Place, MapsGroupsInOrderOfFirstAppearance) {
 }
 
 TEST(Place, ExplicitMapTakesPrecedence) {
-  auto g = parse(kRegression3);
+  auto g = parse(test::seedModelJson());
   PassOptions o;
   o.devices = {"gpu:0", "gpu:1", "gpu:2"};
   o.groupMap = {{"stage0", "gpu:2"}};
@@ -59,7 +59,7 @@ TEST(Place, ExplicitMapTakesPrecedence) {
 }
 
 TEST(Place, IsIdempotent) {
-  auto g = parse(kRegression3);
+  auto g = parse(test::seedModelJson());
   runPasses(*g, "place");
   PassContext ctx;
   EXPECT_FALSE(createPass("place")->run(*g, ctx));
@@ -67,13 +67,13 @@ TEST(Place, IsIdempotent) {
 
 TEST(Place, Errors) {
   {
-    auto g = parse(kRegression3);
+    auto g = parse(test::seedModelJson());
     PassOptions o;
     o.groupMap = {{"stage9", "cpu:0"}};
     EXPECT_NE(errorOf(*g, "place", o).find("unknown group 'stage9'"), std::string::npos);
   }
   {
-    auto g = parse(kRegression3);
+    auto g = parse(test::seedModelJson());
     g->find("h1")->device = "cpu:5";
     PassOptions o;
     o.devices = {"cpu:0", "cpu:1", "cpu:2"};
@@ -82,7 +82,7 @@ TEST(Place, Errors) {
     EXPECT_NE(e.find("/nodes/2/device"), std::string::npos) << e;
   }
   {
-    auto g = parse(kRegression3);
+    auto g = parse(test::seedModelJson());
     PassOptions o;
     o.devices = {"cpu:0", "cpu:1"};
     EXPECT_NE(errorOf(*g, "place", o).find("group 'stage2'"), std::string::npos);
@@ -118,13 +118,13 @@ TEST(InsertCopies, OneSharedCopyPerValueAndDevice) {
 }
 
 TEST(InsertCopies, NeedsAPlacedGraph) {
-  auto g = parse(kRegression3);
+  auto g = parse(test::seedModelJson());
   EXPECT_NE(errorOf(*g, "insert-copies").find("run 'place' before 'insert-copies'"),
             std::string::npos);
 }
 
 TEST(Autodiff, CopiesInBothDirections) {
-  auto g = parse(kRegression3);
+  auto g = parse(test::seedModelJson());
   runPasses(*g, test::kGradientPipeline);
   ASSERT_EQ(g->gradients.size(), 6u);
   for (const auto &[param, grad] : g->gradients) {
@@ -148,12 +148,12 @@ TEST(Autodiff, CopiesInBothDirections) {
 
 TEST(Autodiff, Errors) {
   {
-    auto g = parse(kRegression3);
+    auto g = parse(test::seedModelJson());
     g->loss.clear();
     EXPECT_NE(errorOf(*g, "autodiff").find("autodiff needs a loss"), std::string::npos);
   }
   {
-    auto g = parse(kRegression3);
+    auto g = parse(test::seedModelJson());
     g->loss = "z2";
     EXPECT_NE(errorOf(*g, "autodiff").find("must be a scalar f32"), std::string::npos);
   }
@@ -184,7 +184,7 @@ TEST(Autodiff, StopGradientPrunesAndWarns) {
 }
 
 TEST(OptimizeStep, AdamStateAndUpdatesOnTheParamDevice) {
-  auto g = parse(kRegression3);
+  auto g = parse(test::seedModelJson());
   runPasses(*g, test::kTrainingPipeline);
   for (const char *p : {"w0", "b0", "w1", "b1", "w2", "b2"}) {
     std::string base = p;
@@ -225,7 +225,7 @@ TEST(OptimizeStep, SgdMomentumAndOverrides) {
 }
 
 TEST(OptimizeStep, NoLossNoUpdates) {
-  auto g = parse(kRegression3);
+  auto g = parse(test::seedModelJson());
   g->loss.clear();
   runPasses(*g, "place,insert-copies,optimize-step");
   EXPECT_EQ(countOps(*g, ir::OpKind::AdamUpdate), 0);

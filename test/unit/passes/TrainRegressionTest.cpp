@@ -44,7 +44,7 @@ private:
 };
 
 TEST(TrainRegression, SeedModelTrainsOnThreeDevices) {
-  auto g = test::parse(test::kRegression3);
+  auto g = test::parse(test::seedModelJson());
   test::runPasses(*g, test::kTrainingPipeline);
   ASSERT_EQ(g->gradients.size(), 6u);
   std::set<std::string> devices;

@@ -15,6 +15,7 @@
 #include "ir/JsonReader.h"
 #include "passes/PassManager.h"
 #include "runtime/Executor.h"
+#include "test/unit/SeedModel.h"
 
 #include <gtest/gtest.h>
 
@@ -25,30 +26,6 @@
 
 namespace mpc::runtime::cuda {
 namespace {
-
-const char *kRegression3 = R"json({
-  "mpc": 1, "name": "regression3",
-  "inputs":  { "x": {"shape": [100, 2]}, "y": {"shape": [100, 1]} },
-  "params": {
-    "w0": {"shape": [2, 2], "init": {"xavier": {"magnitude": 2.24}}, "device": "stage0"},
-    "b0": {"shape": [2],    "init": {"constant": 0.5},               "device": "stage0"},
-    "w1": {"shape": [2, 2], "init": {"xavier": {"magnitude": 2.24}}, "device": "stage1"},
-    "b1": {"shape": [2],    "init": {"constant": 0.5},               "device": "stage1"},
-    "w2": {"shape": [2, 1], "init": {"xavier": {"magnitude": 2.24}}, "device": "stage2"},
-    "b2": {"shape": [1],    "init": {"constant": 0.5},               "device": "stage2"}
-  },
-  "nodes": [
-    {"name": "h0",   "op": "matmul",   "inputs": ["x", "w0"],  "device": "stage0"},
-    {"name": "z0",   "op": "add",      "inputs": ["h0", "b0"]},
-    {"name": "h1",   "op": "matmul",   "inputs": ["z0", "w1"], "device": "stage1"},
-    {"name": "z1",   "op": "add",      "inputs": ["h1", "b1"]},
-    {"name": "h2",   "op": "matmul",   "inputs": ["z1", "w2"], "device": "stage2"},
-    {"name": "z2",   "op": "add",      "inputs": ["h2", "b2"]},
-    {"name": "loss", "op": "mse_loss", "inputs": ["z2", "y"]}
-  ],
-  "loss": "loss", "outputs": ["z2"],
-  "optimizer": {"adam": {"lr": 0.001}}
-})json";
 
 /// An MLP classifier over three stages: relu, gelu, cross-entropy, SGD with
 /// momentum. WIDTH and BATCH are substituted.
@@ -195,7 +172,7 @@ void trainBothAndCompare(const std::string &json, int steps, const CudaOptions *
 // CPU runtime (which runs gpu:N devices as CPU workers) trains them, so a GPU
 // failure below is the CUDA runtime's, not the test's.
 TEST(CudaTrainingSetup, ModelsCompileForThreeGpuDevicesAndTrainOnTheCpuRuntime) {
-  for (const std::string &json : {std::string(kRegression3), mlpJson(96, 64)}) {
+  for (const std::string &json : {std::string(test::seedModelJson()), mlpJson(96, 64)}) {
     plan::Plan p = compileFor(json, {"gpu:0", "gpu:1", "gpu:2"});
     ASSERT_EQ(p.devices.size(), 3u);
     EXPECT_TRUE(planUsesGpu(p));
@@ -208,7 +185,7 @@ TEST(CudaTrainingSetup, ModelsCompileForThreeGpuDevicesAndTrainOnTheCpuRuntime) 
 
 TEST(CudaTraining, SeedModelOnThreeDevicesMatchesCpuRuntime) {
   MPC_REQUIRE_GPU();
-  trainBothAndCompare(kRegression3, 40);
+  trainBothAndCompare(test::seedModelJson(), 40);
 }
 
 TEST(CudaTraining, MlpOnThreeDevicesMatchesCpuRuntime) {
