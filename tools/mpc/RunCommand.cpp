@@ -402,6 +402,21 @@ void run(const RunArgs &args) {
 
 } // namespace
 
+namespace {
+/// CLI11's PositiveNumber prints the whole double range in its message.
+const CLI::Validator kPositiveInteger(
+    [](std::string &value) -> std::string {
+      try {
+        size_t used = 0;
+        long long n = std::stoll(value, &used);
+        if (used == value.size() && n >= 1) return "";
+      } catch (...) {
+      }
+      return "must be a positive integer, got '" + value + "'";
+    },
+    "INT>0");
+} // namespace
+
 void addRunCommand(CLI::App &app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App *cmd = app.add_subcommand(
@@ -414,9 +429,9 @@ void addRunCommand(CLI::App &app) {
   auto *epochs = cmd->add_option("--epochs", args->epochs,
                                  "Passes over the dataset (default 1); the remainder of a "
                                  "dataset smaller than a batch is dropped")
-                     ->check(CLI::PositiveNumber);
+                     ->check(kPositiveInteger);
   auto *steps = cmd->add_option("--steps", args->steps, "Number of steps (batches) to run")
-                    ->check(CLI::PositiveNumber);
+                    ->check(kPositiveInteger);
   epochs->excludes(steps);
   cmd->add_flag("--shuffle", args->shuffle, "Shuffle the rows every epoch (seeded by --seed)");
   cmd->add_option("--seed", args->seed, "Seed for --shuffle (default 0)");
