@@ -55,6 +55,8 @@ void checkAndCollectDevices(LoweringState &st) {
   } catch (const RuleError &e) {
     throw UserError(file, "", e.what());
   }
+  if (st.topo.empty())
+    throw UserError(file, "/nodes", "model '" + g.name + "' is empty: nothing to compile");
   std::set<ir::Device> devices;
   for (const ir::Node *n : st.topo) {
     auto d = ir::parseDevice(n->device);
