@@ -149,6 +149,20 @@ void Graph::replaceAllUses(Node *from, Node *to) {
   if (loss == from->name) loss = to->name;
 }
 
+void Graph::rename(Node *n, const std::string &newName) {
+  MPC_ASSERT(!byName_.count(newName), "renaming '" + n->name + "' to the taken name '" +
+                                          newName + "'");
+  std::string old = n->name;
+  byName_.erase(old);
+  n->name = newName;
+  byName_[newName] = n;
+  for (std::string &o : outputs)
+    if (o == old) o = newName;
+  if (loss == old) loss = newName;
+  for (auto &[param, grad] : gradients)
+    if (grad == old) grad = newName;
+}
+
 void Graph::erase(Node *n) {
   MPC_ASSERT(users(n).empty(), "erasing node '" + n->name + "' that still has users");
   byName_.erase(n->name);

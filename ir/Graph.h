@@ -129,6 +129,9 @@ public:
   /// Replaces every use of `from` as an operand by `to`, and `from` among
   /// the outputs and the loss.
   void replaceAllUses(Node *from, Node *to);
+  /// Gives `n` the unused name `name`, updating the outputs, the loss and
+  /// the gradients map that referred to it by its old name.
+  void rename(Node *n, const std::string &name);
   /// Removes `n`; it must have no users.
   void erase(Node *n);
   /// `base` if no node has that name, else base.1, base.2, ...

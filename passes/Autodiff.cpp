@@ -166,7 +166,7 @@ private:
       }
     Node *sum = parts.front();
     if (parts.size() == 1) {
-      if (sum->name != want && renamable(sum) && !g_.find(want)) sum = rename(sum, want);
+      if (sum->name != want && renamable(sum) && !g_.find(want)) g_.rename(sum, want);
     } else {
       for (size_t i = 1; i < parts.size(); ++i)
         sum = b.create(ir::OpKind::Add, {sum, parts[i]}, {},
@@ -174,20 +174,6 @@ private:
     }
     claimed_.insert(sum);
     return sum;
-  }
-
-  /// Recreates `n` under `name` (the graph has no rename) and rewires its users.
-  Node *rename(Node *n, const std::string &name) {
-    Node *r = g_.addOp(name, n->op, n->inputs, n->attrs, n->type);
-    r->device = n->device;
-    r->backward = n->backward;
-    r->origin = n->origin;
-    g_.replaceAllUses(n, r);
-    for (auto &[value, parts] : contributions_)
-      for (Node *&p : parts)
-        if (p == n) p = r;
-    g_.erase(n);
-    return r;
   }
 
   void eraseDeadGradientNodes() {
