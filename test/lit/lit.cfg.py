@@ -61,5 +61,8 @@ def gpu_visible():
         return False
     return out.returncode == 0 and "GPU" in out.stdout
 
-if getattr(config, "mpc_have_cuda", False) and gpu_visible():
-    config.available_features.add("cuda")
+# 'cuda-build': mpc has the CUDA runtime, whether or not a GPU is visible.
+if getattr(config, "mpc_have_cuda", False):
+    config.available_features.add("cuda-build")
+    if gpu_visible():
+        config.available_features.add("cuda")

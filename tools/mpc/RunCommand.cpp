@@ -67,7 +67,14 @@ std::unique_ptr<runtime::Executor> makeExecutor(plan::Plan p, const RunArgs &arg
   if (args.backend == "cuda" || (args.backend == "auto" && gpu)) {
     runtime::cuda::CudaOptions opts =
         runtime::cuda::parseCudaOptions(args.deviceMap, args.transport, args.allowTf32);
-    runtime::cuda::CudaRun run = runtime::cuda::prepareCudaRun(p, opts);
+    runtime::cuda::CudaRun run;
+    try {
+      run = runtime::cuda::prepareCudaRun(p, opts);
+    } catch (const UserError &e) {
+      // Name the plan the CUDA runtime refused.
+      if (!e.file().empty()) throw;
+      throw UserError(args.plan, e.where(), e.message());
+    }
     return std::make_unique<runtime::Executor>(std::move(p), std::move(run.factory),
                                                std::move(run.transport));
   }
