@@ -1,0 +1,185 @@
+//===- tools/mpc/RunInputs.cpp - `mpc run`'s datasets and parameter files -===//
+#include "tools/mpc/RunInputs.h"
+
+#include "runtime/io/Safetensors.h"
+#include "support/Error.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+namespace mpc::tool {
+
+namespace io = runtime::io;
+
+namespace {
+
+/// "[N,2]": the file shape that feeds a plan input of shape `batch`.
+std::string datasetShapeHint(const std::vector<int64_t> &batch) {
+  std::string s = "[N";
+  for (size_t i = 1; i < batch.size(); ++i) s += "," + std::to_string(batch[i]);
+  return s + "]";
+}
+
+} // namespace
+
+std::string namesOf(const std::vector<plan::TensorRef> &list) {
+  std::string s;
+  for (const plan::TensorRef &t : list) s += (s.empty() ? "'" : ", '") + t.name + "'";
+  return s.empty() ? "none" : s;
+}
+
+std::string typeStr(plan::DType dt, const std::vector<int64_t> &shape) {
+  std::string s = std::string(plan::dtypeName(dt)) + "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::pair<std::string, std::string> splitSpec(const std::string &spec, const std::string &flag) {
+  size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+    throw UserError("", flag, "expected NAME=FILE, got '" + spec + "'");
+  return {spec.substr(0, eq), spec.substr(eq + 1)};
+}
+
+std::vector<Dataset> loadInputs(const plan::Plan &p, const std::vector<std::string> &specs,
+                                int64_t &rows) {
+  std::map<std::string, std::string> files;
+  for (const std::string &spec : specs) {
+    auto [name, file] = splitSpec(spec, "--input");
+    if (!files.emplace(name, file).second)
+      throw UserError("", "--input", "input '" + name + "' given twice");
+  }
+  for (const auto &[name, file] : files) {
+    bool known = false;
+    for (const plan::TensorRef &t : p.inputs) known |= t.name == name;
+    if (!known)
+      throw UserError("", "--input", "the plan has no input '" + name +
+                                         "' (inputs: " + namesOf(p.inputs) + ")");
+  }
+  std::vector<Dataset> out;
+  rows = -1;
+  std::string rowsFile;
+  for (const plan::TensorRef &t : p.inputs) {
+    auto it = files.find(t.name);
+    if (it == files.end())
+      throw UserError("", "--input", "missing input '" + t.name + "' (give --input " +
+                                         t.name + "=FILE.npy)");
+    Dataset d;
+    d.ref = &t;
+    d.file = it->second;
+    d.array = io::readNpy(d.file);
+    const io::NpyArray &a = d.array;
+    if (a.dtype != t.dtype)
+      throw UserError(d.file, "input '" + t.name + "'",
+                      std::string("dtype ") + plan::dtypeName(a.dtype) +
+                          " does not match the plan's " + typeStr(t.dtype, t.shape));
+    if (t.shape.empty()) {
+      if (!a.shape.empty())
+        throw UserError(d.file, "input '" + t.name + "'",
+                        "shape " + typeStr(a.dtype, a.shape) + " does not match the plan's " +
+                            typeStr(t.dtype, t.shape));
+      d.staging = a.data;
+      out.push_back(std::move(d));
+      continue;
+    }
+    bool ok = a.shape.size() == t.shape.size();
+    for (size_t i = 1; ok && i < t.shape.size(); ++i) ok = a.shape[i] == t.shape[i];
+    if (!ok)
+      throw UserError(d.file, "input '" + t.name + "'",
+                      "shape " + typeStr(a.dtype, a.shape) +
+                          " does not match the plan's batch " + typeStr(t.dtype, t.shape) +
+                          " (expected " + datasetShapeHint(t.shape) + " with N a dataset size)");
+    d.batch = t.shape[0];
+    d.rowBytes = size_t(t.numElements() / std::max<int64_t>(1, t.shape[0])) * 4;
+    if (rows >= 0 && a.shape[0] != rows)
+      throw UserError(d.file, "input '" + t.name + "'",
+                      "dataset of " + std::to_string(a.shape[0]) + " rows, but " + rowsFile +
+                          " has " + std::to_string(rows));
+    rows = a.shape[0];
+    rowsFile = d.file;
+    d.staging.resize(size_t(t.numElements()) * 4);
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+void shuffleRows(std::vector<int64_t> &perm, std::mt19937_64 &rng) {
+  for (size_t i = perm.size(); i > 1; --i) {
+    size_t j = size_t(rng() % i);
+    std::swap(perm[i - 1], perm[j]);
+  }
+}
+
+void loadInit(runtime::Executor &ex, const std::string &file) {
+  std::vector<io::NamedTensor> tensors = io::readSafetensors(file);
+  std::map<std::string, const io::NamedTensor *> byName;
+  for (const io::NamedTensor &t : tensors) byName[t.name] = &t;
+  const plan::Plan &p = ex.plan();
+  for (const auto &[name, t] : byName) {
+    bool known = false;
+    for (const auto *list : {&p.params, &p.states})
+      for (const plan::TensorRef &r : *list) known |= r.name == name;
+    if (!known)
+      throw UserError(file, "tensor '" + name + "'",
+                      "not a parameter of the plan (parameters: " + namesOf(p.params) + ")");
+  }
+  auto load = [&](const plan::TensorRef &r, bool required) {
+    auto it = byName.find(r.name);
+    if (it == byName.end()) {
+      if (required)
+        throw UserError(file, "", "missing parameter '" + r.name + "' " +
+                                      typeStr(r.dtype, r.shape));
+      return;
+    }
+    const io::NamedTensor &t = *it->second;
+    if (t.dtype != r.dtype || t.shape != r.shape)
+      throw UserError(file, "tensor '" + r.name + "'",
+                      typeStr(t.dtype, t.shape) + " does not match the plan's " +
+                          typeStr(r.dtype, r.shape));
+    ex.write(r, t.data.data(), t.data.size());
+  };
+  for (const plan::TensorRef &r : p.params) load(r, true);
+  for (const plan::TensorRef &r : p.states) load(r, false); // optimizer state: optional
+}
+
+void saveParams(runtime::Executor &ex, const std::string &file) {
+  std::vector<io::NamedTensor> tensors;
+  for (const plan::TensorRef &r : ex.plan().params) {
+    io::NamedTensor t;
+    t.name = r.name;
+    t.dtype = r.dtype;
+    t.shape = r.shape;
+    t.data.resize(size_t(r.numElements()) * 4);
+    ex.read(r, t.data.data(), t.data.size());
+    tensors.push_back(std::move(t));
+  }
+  io::writeSafetensors(file, tensors, {{"format", "pt"}});
+}
+
+void printParams(runtime::Executor &ex, std::ostream &os) {
+  for (const plan::TensorRef &r : ex.plan().params) {
+    std::vector<uint8_t> bytes(size_t(r.numElements()) * 4);
+    ex.read(r, bytes.data(), bytes.size());
+    os << r.name << " " << typeStr(r.dtype, r.shape) << " = [";
+    int64_t n = r.numElements(), shown = std::min<int64_t>(n, 16);
+    for (int64_t i = 0; i < shown; ++i) {
+      char buf[32];
+      if (r.dtype == plan::DType::F32) {
+        float v;
+        std::memcpy(&v, bytes.data() + i * 4, 4);
+        std::snprintf(buf, sizeof buf, "%.6g", double(v));
+      } else {
+        int32_t v;
+        std::memcpy(&v, bytes.data() + i * 4, 4);
+        std::snprintf(buf, sizeof buf, "%d", v);
+      }
+      os << (i ? ", " : "") << buf;
+    }
+    if (n > shown) os << ", ... (" << n << " values)";
+    os << "]\n";
+  }
+}
+
+} // namespace mpc::tool

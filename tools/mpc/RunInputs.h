@@ -1,0 +1,58 @@
+//===- tools/mpc/RunInputs.h - `mpc run`'s datasets and parameter files ---===//
+//
+// What `mpc run` reads and writes besides the plan: NPY datasets cut into
+// the batches the plan's inputs take (the first axis is the dataset; a
+// remainder smaller than a batch is dropped), and parameters loaded from or
+// saved to safetensors. Every problem is a UserError naming the file or flag.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/Executor.h"
+#include "runtime/io/Npy.h"
+#include "runtime/plan/Plan.h"
+
+#include <cstdint>
+#include <ostream>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mpc::tool {
+
+/// "f32[100,2]".
+std::string typeStr(plan::DType dt, const std::vector<int64_t> &shape);
+/// "'x', 'y'" (or "none"): the names of plan tensors, for messages.
+std::string namesOf(const std::vector<plan::TensorRef> &list);
+/// Splits "name=path"; `flag` names the option in errors.
+std::pair<std::string, std::string> splitSpec(const std::string &spec, const std::string &flag);
+
+/// One dataset input: the whole NPY array and the plan tensor it feeds.
+struct Dataset {
+  const plan::TensorRef *ref = nullptr;
+  std::string file;
+  runtime::io::NpyArray array;
+  size_t rowBytes = 0; ///< bytes of one dataset row (a batch is batch rows)
+  int64_t batch = 0;   ///< rows per step; 0 for a rank-0 input fed whole
+  std::vector<uint8_t> staging;
+};
+
+/// Reads the --input NAME=FILE specs, one dataset per plan input, checked
+/// against the plan's types; `rows` is the common dataset size (-1 when
+/// every input is fed whole).
+std::vector<Dataset> loadInputs(const plan::Plan &p, const std::vector<std::string> &specs,
+                                int64_t &rows);
+
+/// Seeded Fisher-Yates with an explicit generator, so the order is the same
+/// on every platform and standard library.
+void shuffleRows(std::vector<int64_t> &perm, std::mt19937_64 &rng);
+
+/// --init: every parameter (optimizer state optionally) from a safetensors file.
+void loadInit(runtime::Executor &ex, const std::string &file);
+/// --save: the parameters as safetensors, written atomically.
+void saveParams(runtime::Executor &ex, const std::string &file);
+/// --print-params: name, type and up to 16 values of each parameter.
+void printParams(runtime::Executor &ex, std::ostream &os);
+
+} // namespace mpc::tool
