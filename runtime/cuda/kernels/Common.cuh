@@ -73,4 +73,13 @@ __device__ inline float warpMax(float v) {
   return v;
 }
 
+/// Row-per-warp kernels (softmax, cross-entropy): warps per block, and the
+/// grid for `rows` rows (grid-stride loops cover any rows past 2^20 blocks).
+constexpr int kWarpsPerBlock = 8;
+inline unsigned warpGrid(int64_t rows) {
+  int64_t b = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  if (b > (int64_t(1) << 20)) b = int64_t(1) << 20;
+  return unsigned(b < 1 ? 1 : b);
+}
+
 } // namespace mpc::runtime::cuda::detail

@@ -18,14 +18,6 @@ using namespace detail;
 
 namespace {
 
-constexpr int kWarpsPerBlock = 8;
-
-unsigned warpGrid(int64_t rows) {
-  int64_t b = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  if (b > (int64_t(1) << 20)) b = int64_t(1) << 20;
-  return unsigned(b < 1 ? 1 : b);
-}
-
 __device__ inline bool labelOk(int32_t label, int64_t classes, int64_t row, int *errorFlag) {
   if (label >= 0 && label < classes) return true;
   atomicCAS(errorFlag, 0, int(row + 1));

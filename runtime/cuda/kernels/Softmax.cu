@@ -18,14 +18,6 @@ using namespace detail;
 
 namespace {
 
-constexpr int kWarpsPerBlock = 8;
-
-unsigned warpGrid(int64_t rows) {
-  int64_t b = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  if (b > (int64_t(1) << 20)) b = int64_t(1) << 20;
-  return unsigned(b < 1 ? 1 : b);
-}
-
 template <bool Log>
 __global__ void softmaxRowKernel(const float *__restrict__ x, float *__restrict__ y,
                                  int64_t rows, int64_t size) {
