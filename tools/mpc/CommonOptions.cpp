@@ -12,7 +12,8 @@ namespace mpc::tool {
 
 void CommonOptions::addTo(CLI::App &cmd) {
   cmd.add_option("--passes", passes,
-                 "Comma-separated pass pipeline (see `mpc passes`)");
+                 "Comma-separated pass pipeline (see `mpc passes`); default for compile: the "
+                 "training pipeline (docs/passes.md), for opt: none");
   cmd.add_option("--print-before", printBefore, "Print the IR before these passes")
       ->delimiter(',');
   cmd.add_option("--print-after", printAfter, "Print the IR after these passes")->delimiter(',');

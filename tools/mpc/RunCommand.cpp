@@ -250,8 +250,8 @@ const CLI::Validator kPositiveInteger(
 void addRunCommand(CLI::App &app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App *cmd = app.add_subcommand(
-      "run", "Train with a plan (or run inference with a plan that has no loss) on the CPU "
-             "runtime: one worker thread per device");
+      "run", "Train with a plan (or run inference with a plan that has no loss): on the CPU "
+             "runtime, one worker thread per device, or on the CUDA runtime for gpu plans");
   cmd->add_option("plan", args->plan, "Plan file (from mpc compile)")->required();
   cmd->add_option("--input", args->inputs,
                   "NAME=FILE.npy: a dataset for plan input NAME (float32 or int32, C order; "
