@@ -12,6 +12,7 @@
 #include "runtime/cpu/CpuDevice.h"
 #include "support/Error.h"
 #include "test/unit/ir/OpCases.h"
+#include "test/unit/runtime/SingleKernelPlan.h"
 
 #include <gtest/gtest.h>
 
@@ -25,41 +26,13 @@ using namespace mpc::ir::opcases;
 
 plan::DType toPlan(ir::DType t) { return t == ir::DType::F32 ? plan::DType::F32 : plan::DType::I32; }
 
-/// A one-device plan with one kernel instruction: operands are buffers
-/// 0..n-1, the result buffer n, all persistent.
+/// The shared one-kernel plan (SingleKernelPlan.h) for the op table's types.
 plan::Plan singleKernelPlan(const std::string &op, const plan::AttrMap &attrs,
                             const std::vector<ir::TensorType> &operands,
                             const ir::TensorType &result) {
-  plan::Plan p;
-  p.model = "kernel-test";
-  plan::DeviceProgram dev;
-  dev.device = "cpu:0";
-  uint64_t offset = 0;
-  auto addBuffer = [&](const ir::TensorType &t, const std::string &name) {
-    plan::Buffer b;
-    b.id = uint32_t(dev.buffers.size());
-    b.name = name;
-    b.dtype = toPlan(t.dtype);
-    b.shape = t.shape;
-    b.region = plan::Region::Persistent;
-    b.offset = offset;
-    b.bytes = uint64_t(b.numElements()) * 4;
-    offset += (b.bytes + 63) / 64 * 64;
-    dev.buffers.push_back(b);
-    return b.id;
-  };
-  plan::Instr in;
-  in.kind = plan::InstrKind::Kernel;
-  in.op = op;
-  in.attrs = attrs;
-  in.node = "out";
-  for (size_t i = 0; i < operands.size(); ++i)
-    in.inputs.push_back(addBuffer(operands[i], "in" + std::to_string(i)));
-  in.output = addBuffer(result, "out");
-  dev.persistentBytes = offset;
-  dev.instrs.push_back(in);
-  p.devices.push_back(dev);
-  return p;
+  std::vector<test::OperandType> types;
+  for (const ir::TensorType &t : operands) types.push_back({toPlan(t.dtype), t.shape});
+  return test::singleKernelPlan(op, attrs, types, {toPlan(result.dtype), result.shape});
 }
 
 std::vector<uint8_t> toBytes(const ir::RefTensor &t, ir::DType dt) {
