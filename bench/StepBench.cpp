@@ -19,11 +19,9 @@
 // See docs/runtime.md for how to run it and the recorded figures.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/Lower.h"
-#include "ir/JsonReader.h"
-#include "passes/PassManager.h"
 #include "runtime/Executor.h"
 #include "support/FileIO.h"
+#include "test/CompileModel.h"
 
 #include <benchmark/benchmark.h>
 #include <cblas.h>
@@ -39,13 +37,9 @@ using Clock = std::chrono::steady_clock;
 
 plan::Plan compileJson(const std::string &json,
                        std::map<std::string, std::string> groupMap = {}) {
-  auto graph = ir::readModelJson(json, "bench.json");
-  passes::PassContext ctx;
-  ctx.options.groupMap = std::move(groupMap);
-  passes::PassManager pm(ctx, passes::Instrumentation{});
-  pm.addPipeline(passes::defaultPipeline(*graph));
-  pm.run(*graph);
-  return codegen::lowerToPlan(*graph, codegen::LowerOptions{0});
+  passes::PassOptions options;
+  options.groupMap = std::move(groupMap);
+  return test::compileModel(json, std::move(options));
 }
 
 void fillInputs(runtime::Executor &ex) {

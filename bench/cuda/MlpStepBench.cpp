@@ -14,14 +14,12 @@
 // Defaults: 4 x 4096, batch 2048, 20 steps.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/Lower.h"
-#include "ir/JsonReader.h"
-#include "passes/PassManager.h"
 #include "runtime/Executor.h"
 #include "runtime/cuda/CudaBackend.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "support/Error.h"
+#include "test/CompileModel.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -71,13 +69,9 @@ std::string modelJson(const Config &c) {
 }
 
 plan::Plan compile(const Config &c) {
-  auto graph = ir::readModelJson(modelJson(c), "mlp.json");
-  passes::PassContext ctx;
-  ctx.options.devices = {"gpu:0"};
-  passes::PassManager pm(ctx, passes::Instrumentation{});
-  pm.addPipeline(passes::defaultPipeline(*graph));
-  pm.run(*graph);
-  return codegen::lowerToPlan(*graph, codegen::LowerOptions{1});
+  passes::PassOptions options;
+  options.devices = {"gpu:0"};
+  return test::compileModel(modelJson(c), std::move(options), /*seed=*/1);
 }
 
 double matmulFlops(const plan::Plan &p) {

@@ -7,12 +7,10 @@
 // memory, and orders every in-place update after the readers of the old value.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/Lower.h"
-#include "ir/JsonReader.h"
-#include "passes/PassManager.h"
 #include "runtime/plan/PlanIO.h"
 #include "test/unit/codegen/TestPlanChecks.h"
 #include "test/unit/SeedModel.h"
+#include "test/CompileModel.h"
 
 #include <gtest/gtest.h>
 
@@ -24,16 +22,7 @@ namespace mpc {
 namespace {
 
 plan::Plan compile(const std::string &model, uint64_t seed = 0) {
-  auto g = ir::readModelJson(model, "model.json");
-  passes::PassContext ctx;
-  std::ostringstream log;
-  ctx.log = &log;
-  passes::Instrumentation instr;
-  instr.dump = &log;
-  passes::PassManager pm(ctx, instr);
-  pm.addPipeline(passes::defaultPipeline(*g));
-  pm.run(*g);
-  return codegen::lowerToPlan(*g, {seed});
+  return test::compileModel(model, {}, seed);
 }
 
 void expectSound(const plan::Plan &p) {

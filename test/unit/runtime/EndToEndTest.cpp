@@ -18,12 +18,11 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/Lower.h"
 #include "ir/Interpreter.h"
-#include "ir/JsonReader.h"
-#include "passes/PassManager.h"
 #include "runtime/Executor.h"
 #include "runtime/plan/PlanIO.h"
 #include "support/FileIO.h"
 #include "test/unit/ir/OpCases.h"
+#include "test/CompileModel.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -122,12 +121,9 @@ struct Compiled {
 
 Compiled compile(const std::string &json, std::map<std::string, std::string> groupMap = {}) {
   Compiled c;
-  c.graph = ir::readModelJson(json, "model.json");
-  passes::PassContext ctx;
-  ctx.options.groupMap = std::move(groupMap);
-  passes::PassManager pm(ctx, passes::Instrumentation{});
-  pm.addPipeline(passes::defaultPipeline(*c.graph));
-  pm.run(*c.graph);
+  passes::PassOptions options;
+  options.groupMap = std::move(groupMap);
+  c.graph = test::compileGraph(json, std::move(options));
   plan::Plan p = codegen::lowerToPlan(*c.graph, codegen::LowerOptions{0});
   std::vector<uint8_t> bytes = plan::serializePlan(p);
   c.plan = plan::deserializePlan(bytes.data(), bytes.size(), "test.plan");

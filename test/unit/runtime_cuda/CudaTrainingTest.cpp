@@ -11,11 +11,9 @@
 //===----------------------------------------------------------------------===//
 #include "test/unit/runtime_cuda/CudaTestUtil.h"
 
-#include "codegen/Lower.h"
-#include "ir/JsonReader.h"
-#include "passes/PassManager.h"
 #include "runtime/Executor.h"
 #include "test/unit/SeedModel.h"
+#include "test/CompileModel.h"
 
 #include <gtest/gtest.h>
 
@@ -64,13 +62,9 @@ std::string mlpJson(int width, int batch) {
 }
 
 plan::Plan compileFor(const std::string &json, std::vector<std::string> devices) {
-  auto graph = ir::readModelJson(json, "model.json");
-  passes::PassContext ctx;
-  ctx.options.devices = std::move(devices);
-  passes::PassManager pm(ctx, passes::Instrumentation{});
-  pm.addPipeline(passes::defaultPipeline(*graph));
-  pm.run(*graph);
-  return codegen::lowerToPlan(*graph, codegen::LowerOptions{7});
+  passes::PassOptions options;
+  options.devices = std::move(devices);
+  return test::compileModel(json, std::move(options), /*seed=*/7);
 }
 
 /// Deterministic batches for every input of `p`: floats N(0,1); integer
