@@ -69,11 +69,7 @@ bool ncclAvailable() {
 #endif
 }
 
-bool planUsesGpu(const plan::Plan &plan) {
-  for (const plan::DeviceProgram &d : plan.devices)
-    if (gpuIndex(d.device) >= 0) return true;
-  return false;
-}
+bool planUsesGpu(const plan::Plan &plan) { return plan::usesGpu(plan); }
 
 std::map<std::string, int> parseDeviceMap(const std::string &text) {
   std::map<std::string, int> map;

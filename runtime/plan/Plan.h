@@ -111,4 +111,11 @@ struct Plan {
   std::vector<std::vector<uint8_t>> initialValues;
 };
 
+/// True when some device of `plan` is a GPU ("gpu:N").
+inline bool usesGpu(const Plan &plan) {
+  for (const DeviceProgram &d : plan.devices)
+    if (d.device.rfind("gpu:", 0) == 0) return true;
+  return false;
+}
+
 } // namespace mpc::plan

@@ -54,16 +54,10 @@ struct RunArgs {
   bool allowTf32 = false;
 };
 
-bool planUsesGpu(const plan::Plan &p) {
-  for (const plan::DeviceProgram &d : p.devices)
-    if (d.device.rfind("gpu:", 0) == 0) return true;
-  return false;
-}
-
 /// The executor for `p` on the backend chosen by --backend: the CUDA runtime
 /// for plans with gpu:N devices in a CUDA build (auto), else the CPU runtime.
 std::unique_ptr<runtime::Executor> makeExecutor(plan::Plan p, const RunArgs &args) {
-  bool gpu = planUsesGpu(p);
+  bool gpu = plan::usesGpu(p);
 #ifdef MPC_HAVE_CUDA
   if (args.backend == "cuda" || (args.backend == "auto" && gpu)) {
     runtime::cuda::CudaOptions opts =
