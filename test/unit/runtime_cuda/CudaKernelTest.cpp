@@ -174,24 +174,38 @@ void expectClose(const std::vector<double> &got, const std::vector<double> &want
   }
 }
 
+/// A case as a one-kernel plan, its float32-exact inputs, and the float64
+/// reference result (refInputs carry the reference's in-place updates).
+struct PreparedCase {
+  plan::Plan plan;
+  std::vector<ir::RefTensor> inputs, refInputs;
+  ir::RefTensor want;
+  double tol;
+};
+
+PreparedCase prepare(const OpCase &c) {
+  std::vector<test::OperandType> ops;
+  for (const TensorType &t : c.operands) ops.push_back(operandOf(t));
+  PreparedCase pc;
+  pc.plan = test::singleOpPlan(ir::opInfo(c.kind).name, fullAttrs(c), ops,
+                               operandOf(resultType(c)));
+  pc.inputs = makeInputs(c);
+  pc.refInputs = pc.inputs;
+  pc.want = runReference(c, pc.refInputs);
+  pc.tol = std::max(c.tol, 1e-5);
+  return pc;
+}
+
 class CudaKernelCase : public ::testing::TestWithParam<const OpCase *> {};
 
 TEST_P(CudaKernelCase, MatchesReferenceAndCpuBackend) {
   MPC_REQUIRE_GPU();
   const OpCase &c = *GetParam();
-  std::vector<test::OperandType> ops;
-  for (const TensorType &t : c.operands) ops.push_back(operandOf(t));
-  plan::Plan p = test::singleOpPlan(ir::opInfo(c.kind).name, fullAttrs(c), ops,
-                                    operandOf(resultType(c)));
-  std::vector<ir::RefTensor> inputs = makeInputs(c);
-  // float32-rounded inputs for everyone, then the float64 reference.
-  std::vector<ir::RefTensor> refInputs = inputs;
-  ir::RefTensor want = runReference(c, refInputs);
+  auto [p, inputs, refInputs, want, tol] = prepare(c);
 
   CudaRun run = prepareCudaRun(p, {});
   auto gpu = runOnce(p, run.factory, std::move(run.transport), inputs);
   auto cpu = runOnce(p, cpuBackendFactory(), nullptr, inputs);
-  double tol = std::max(c.tol, 1e-5);
   expectClose(gpu[0], want.data, tol, c.name() + " result vs reference");
   expectClose(gpu[0], cpu[0], tol, c.name() + " result vs cpu");
   for (int m : ir::opInfo(c.kind).mutatedOperands) {
@@ -208,15 +222,8 @@ TEST_P(CudaKernelCase, MatchesReferenceAndCpuBackend) {
 // not the harness's.
 TEST_P(CudaKernelCase, HarnessOnCpuBackendMatchesReference) {
   const OpCase &c = *GetParam();
-  std::vector<test::OperandType> ops;
-  for (const TensorType &t : c.operands) ops.push_back(operandOf(t));
-  plan::Plan p = test::singleOpPlan(ir::opInfo(c.kind).name, fullAttrs(c), ops,
-                                    operandOf(resultType(c)));
-  std::vector<ir::RefTensor> inputs = makeInputs(c);
-  std::vector<ir::RefTensor> refInputs = inputs;
-  ir::RefTensor want = runReference(c, refInputs);
+  auto [p, inputs, refInputs, want, tol] = prepare(c);
   auto cpu = runOnce(p, cpuBackendFactory(), nullptr, inputs);
-  double tol = std::max(c.tol, 1e-5);
   expectClose(cpu[0], want.data, tol, c.name() + " result");
   for (int m : ir::opInfo(c.kind).mutatedOperands)
     if (size_t(m) < inputs.size())
