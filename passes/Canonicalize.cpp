@@ -64,15 +64,8 @@ public:
       std::vector<ir::Node *> operands = n->inputs;
       graph.erase(n);
       // Operands may have lost their last user; recompute for them.
-      for (ir::Node *op : operands) {
-        bool stillUsed = false;
-        for (const auto &m : graph.nodes())
-          if (std::find(m->inputs.begin(), m->inputs.end(), op) != m->inputs.end()) {
-            stillUsed = true;
-            break;
-          }
-        if (!stillUsed) used.erase(op);
-      }
+      for (ir::Node *op : operands)
+        if (graph.users(op).empty()) used.erase(op);
       ctx.count(name(), "dead-nodes-removed");
       changed = true;
     }
