@@ -228,16 +228,13 @@ Launch prepareFill(const KernelOperands &k) {
   return [=] { launchFill(y, n, value, s); };
 }
 
-// ---- Softmax -------------------------------------------------------------------
-
+/// A shape seen as [outer, size, inner] around one axis (slice, concat,
+/// softmax).
 struct Split {
   int64_t outer = 1, size = 1, inner = 1;
 };
 
-Split splitAxis(const KernelOperands &k) {
-  const std::vector<int64_t> &shape = k.inputs[0]->shape;
-  if (shape.empty()) throw RuleError("softmax needs rank >= 1");
-  int64_t axis = normAxis(attrInt(k, "axis", -1), shape.size());
+Split splitAt(const std::vector<int64_t> &shape, int64_t axis) {
   Split s;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (int64_t(i) < axis) s.outer *= shape[i];
@@ -245,6 +242,68 @@ Split splitAxis(const KernelOperands &k) {
     else s.inner *= shape[i];
   }
   return s;
+}
+
+void requireBlockDType(const plan::Buffer *b, const plan::Buffer *out) {
+  if (b->dtype != plan::DType::F32 && b->dtype != plan::DType::I32)
+    throw RuleError("buffer '" + b->name + "' must be f32 or i32");
+  if (b->dtype != out->dtype)
+    throw RuleError("buffers '" + b->name + "' and '" + out->name + "' differ in dtype");
+}
+
+Launch prepareSlice(const KernelOperands &k) {
+  requireArity(k, 1, 1);
+  const plan::Buffer *x = k.inputs[0];
+  requireBlockDType(x, k.output);
+  if (x->shape.empty()) throw RuleError("slice needs rank >= 1");
+  int64_t axis = normAxis(attrInt(k, "axis", 0), x->shape.size());
+  int64_t start = attrInt(k, "start", 0), stop = attrInt(k, "stop", 0);
+  Split sp = splitAt(x->shape, axis);
+  if (start < 0 || start >= stop || stop > sp.size)
+    throw RuleError("slice range out of bounds for buffer '" + x->name + "'");
+  std::vector<int64_t> want = x->shape;
+  want[size_t(axis)] = stop - start;
+  if (k.output->shape != want) throw RuleError("result shape does not match the slice");
+  const uint32_t *in = static_cast<const uint32_t *>(k.inPtr[0]) + start * sp.inner;
+  uint32_t *out = static_cast<uint32_t *>(k.outPtr);
+  int64_t outer = sp.outer, row = (stop - start) * sp.inner, inRow = sp.size * sp.inner;
+  cudaStream_t s = k.ctx.stream;
+  return [=] { launchBlockCopy(in, out, outer, row, inRow, row, s); };
+}
+
+Launch prepareConcat(const KernelOperands &k) {
+  requireArity(k, 2, 2);
+  const plan::Buffer *a = k.inputs[0], *b = k.inputs[1];
+  requireBlockDType(a, k.output);
+  requireBlockDType(b, k.output);
+  if (a->shape.empty()) throw RuleError("concat needs rank >= 1");
+  int64_t axis = normAxis(attrInt(k, "axis", 0), a->shape.size());
+  bool ok = a->shape.size() == b->shape.size();
+  for (size_t i = 0; ok && i < a->shape.size(); ++i)
+    ok = int64_t(i) == axis || a->shape[i] == b->shape[i];
+  std::vector<int64_t> want = a->shape;
+  if (ok) want[size_t(axis)] += b->shape[size_t(axis)];
+  if (!ok || k.output->shape != want)
+    throw RuleError("buffers '" + a->name + "' and '" + b->name +
+                    "' do not concatenate to the result shape");
+  Split sa = splitAt(a->shape, axis), sb = splitAt(b->shape, axis);
+  int64_t outer = sa.outer, rowA = sa.size * sa.inner, rowB = sb.size * sb.inner;
+  const uint32_t *pa = static_cast<const uint32_t *>(k.inPtr[0]);
+  const uint32_t *pb = static_cast<const uint32_t *>(k.inPtr[1]);
+  uint32_t *out = static_cast<uint32_t *>(k.outPtr);
+  cudaStream_t s = k.ctx.stream;
+  return [=] {
+    launchBlockCopy(pa, out, outer, rowA, rowA, rowA + rowB, s);
+    launchBlockCopy(pb, out + rowA, outer, rowB, rowB, rowA + rowB, s);
+  };
+}
+
+// ---- Softmax -------------------------------------------------------------------
+
+Split splitAxis(const KernelOperands &k) {
+  const std::vector<int64_t> &shape = k.inputs[0]->shape;
+  if (shape.empty()) throw RuleError("softmax needs rank >= 1");
+  return splitAt(shape, normAxis(attrInt(k, "axis", -1), shape.size()));
 }
 
 template <SoftmaxKind Kind> Launch prepareSoftmax(const KernelOperands &k) {
@@ -411,6 +470,8 @@ KernelRegistry<CudaKernel> buildRegistry() {
   add("reshape", copyLaunch);
   add("transpose", prepareTranspose);
   add("fill", prepareFill);
+  add("slice", prepareSlice);
+  add("concat", prepareConcat);
   add("softmax", prepareSoftmax<SoftmaxKind::Softmax>);
   add("log_softmax", prepareSoftmax<SoftmaxKind::LogSoftmax>);
   add("softmax_grad", prepareSoftmaxGrad);

@@ -1,8 +1,11 @@
-//===- runtime/cpu/kernels/Shape.cpp - reshape, transpose, fill ---------===//
+//===- runtime/cpu/kernels/Shape.cpp - reshape, transpose, fill, ... ----===//
 //
 // reshape is a byte copy (row-major data does not move), skipped when the
 // memory planner gave the result the operand's own bytes; transpose is a
 // strided copy with the operand's strides permuted; fill writes a constant.
+// slice and concat are strided block copies: the tensors seen as [outer,
+// axis * inner], one memcpy of contiguous elements per operand and outer
+// index. Both carry f32 and i32 (4-byte elements either way).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/CpuKernel.h"
@@ -64,12 +67,95 @@ void runFill(const KernelInstance &k) {
   for (int64_t i = 0; i < k.out.numel; ++i) o[i] = v;
 }
 
+/// Operand `what` must be f32 or i32 and have the result's dtype.
+void requireBlockDType(const TensorArg &t, const TensorArg &out, const std::string &what) {
+  if (t.dtype != plan::DType::F32 && t.dtype != plan::DType::I32)
+    throw RuleError(what + " must be f32 or i32");
+  if (t.dtype != out.dtype) throw RuleError(what + " and the result differ in dtype");
+}
+
+int64_t normAxis(int64_t axis, int64_t rank, const std::vector<int64_t> &shape) {
+  if (axis < -rank || axis >= rank)
+    throw RuleError("axis " + std::to_string(axis) + " out of range for " + shapeStr(shape));
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// Product of shape[from, to).
+int64_t extent(const std::vector<int64_t> &shape, int64_t from, int64_t to) {
+  int64_t n = 1;
+  for (int64_t i = from; i < to; ++i) n *= shape[size_t(i)];
+  return n;
+}
+
+// slice: ints = {outer, x row (dim * inner), result row (len * inner), start * inner}.
+void prepareSlice(KernelInstance &k) {
+  const TensorArg &x = k.in[0];
+  requireBlockDType(x, k.out, "operand 'x'");
+  int64_t axis = normAxis(attrInt(k, "axis", 0), x.rank(), x.shape);
+  int64_t start = attrInt(k, "start", 0), stop = attrInt(k, "stop", 0);
+  int64_t dim = x.shape[size_t(axis)];
+  if (start < 0 || start >= stop || stop > dim)
+    throw RuleError("slice [" + std::to_string(start) + ", " + std::to_string(stop) +
+                    ") out of range for axis " + std::to_string(axis) + " of " +
+                    shapeStr(x.shape));
+  std::vector<int64_t> want = x.shape;
+  want[size_t(axis)] = stop - start;
+  if (k.out.shape != want)
+    throw RuleError("result " + shapeStr(k.out.shape) + " does not match slicing " +
+                    shapeStr(x.shape) + " to " + shapeStr(want));
+  int64_t inner = extent(x.shape, axis + 1, x.rank());
+  k.ints = {extent(x.shape, 0, axis), dim * inner, (stop - start) * inner, start * inner};
+}
+
+void runSlice(const KernelInstance &k) {
+  const int64_t outer = k.ints[0], inRow = k.ints[1], outRow = k.ints[2], offset = k.ints[3];
+  const char *in = static_cast<const char *>(k.in[0].data);
+  char *out = static_cast<char *>(k.out.data);
+  if (outRow == 0) return; // no elements (a zero extent elsewhere)
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(out + o * outRow * 4, in + (o * inRow + offset) * 4, size_t(outRow) * 4);
+}
+
+// concat: ints = {outer, a row (a's axis * inner), b row (b's axis * inner)}.
+void prepareConcat(KernelInstance &k) {
+  const TensorArg &a = k.in[0], &b = k.in[1];
+  requireBlockDType(a, k.out, "operand 'a'");
+  requireBlockDType(b, k.out, "operand 'b'");
+  int64_t axis = normAxis(attrInt(k, "axis", 0), a.rank(), a.shape);
+  std::vector<int64_t> want = a.shape;
+  bool ok = a.rank() == b.rank();
+  for (int64_t i = 0; ok && i < a.rank(); ++i)
+    ok = i == axis || a.shape[size_t(i)] == b.shape[size_t(i)];
+  if (ok) want[size_t(axis)] += b.shape[size_t(axis)];
+  if (!ok || k.out.shape != want)
+    throw RuleError("result " + shapeStr(k.out.shape) + " does not match concatenating " +
+                    shapeStr(a.shape) + " and " + shapeStr(b.shape) + " along axis " +
+                    std::to_string(axis));
+  int64_t inner = extent(a.shape, axis + 1, a.rank());
+  k.ints = {extent(a.shape, 0, axis), a.shape[size_t(axis)] * inner,
+            b.shape[size_t(axis)] * inner};
+}
+
+void runConcat(const KernelInstance &k) {
+  const int64_t outer = k.ints[0], rowA = k.ints[1], rowB = k.ints[2], row = rowA + rowB;
+  const char *a = static_cast<const char *>(k.in[0].data);
+  const char *b = static_cast<const char *>(k.in[1].data);
+  char *out = static_cast<char *>(k.out.data);
+  for (int64_t o = 0; o < outer; ++o) {
+    // An operand with no elements may have no buffer: skip zero-byte copies.
+    if (rowA) std::memcpy(out + o * row * 4, a + o * rowA * 4, size_t(rowA) * 4);
+    if (rowB) std::memcpy(out + (o * row + rowA) * 4, b + o * rowB * 4, size_t(rowB) * 4);
+  }
+}
+
 } // namespace
 
 void addShapeKernels(CpuKernelRegistry &r) {
   r.add("reshape", {prepareReshape, runByteCopy, 1, 1});
   r.add("transpose", {prepareTranspose, runStridedCopyKernel, 1, 1});
   r.add("fill", {prepareFill, runFill, 0, 0});
+  r.add("slice", {prepareSlice, runSlice, 1, 1});
+  r.add("concat", {prepareConcat, runConcat, 2, 2});
 }
 
 /// Shared with Device.cpp.

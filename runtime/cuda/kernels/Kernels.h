@@ -51,6 +51,11 @@ void launchBinary(BinaryOp op, const float *a, const float *b, float *y, const S
 void launchGather(const uint32_t *x, uint32_t *y, const StridedDesc &d, cudaStream_t stream);
 /// y[0..n) = value.
 void launchFill(float *y, int64_t n, float value, cudaStream_t stream);
+/// Strided block copy of 4-byte elements (either dtype): for o in [0, outer),
+/// dst[o * dstStride + j] = src[o * srcStride + j] for j in [0, row). slice
+/// (one copy) and concat (one copy per operand).
+void launchBlockCopy(const uint32_t *src, uint32_t *dst, int64_t outer, int64_t row,
+                     int64_t srcStride, int64_t dstStride, cudaStream_t stream);
 
 /// A reduction: every output element (iteration space `out`, its input
 /// offsets in out.strideA) sums the input elements of the space `red` (input

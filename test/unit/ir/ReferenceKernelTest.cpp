@@ -104,6 +104,29 @@ TEST(Reference, ShapeOps) {
   expectNear(eval(OpKind::Fill, {}, {{"shape", Shape{3}}, {"value", 1.5}}), {1.5, 1.5, 1.5});
 }
 
+TEST(Reference, SliceAndConcat) {
+  auto sl = [](int64_t axis, int64_t start, int64_t stop) {
+    return AttrMap{{"axis", axis}, {"start", start}, {"stop", stop}};
+  };
+  RefTensor x = tensor({2, 3}, {1, 2, 3, 4, 5, 6});
+  expectNear(eval(OpKind::Slice, {x}, sl(0, 1, 2)), {4, 5, 6});
+  expectNear(eval(OpKind::Slice, {x}, sl(-1, 1, 3)), {2, 3, 5, 6});
+  RefTensor z = tensor({2, 3, 2}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  RefTensor m = eval(OpKind::Slice, {z}, sl(1, 1, 2));
+  EXPECT_EQ(m.shape, (Shape{2, 1, 2}));
+  expectNear(m, {3, 4, 9, 10});
+
+  RefTensor a = tensor({2, 1}, {1, 2}), b = tensor({2, 2}, {3, 4, 5, 6});
+  expectNear(eval(OpKind::Concat, {a, b}, {{"axis", int64_t(1)}}), {1, 3, 4, 2, 5, 6});
+  expectNear(eval(OpKind::Concat, {a, b}, {{"axis", int64_t(-1)}}), {1, 3, 4, 2, 5, 6});
+  RefTensor c = eval(OpKind::Concat, {tensor({1, 2}, {7, 8}), b});
+  EXPECT_EQ(c.shape, (Shape{3, 2}));
+  expectNear(c, {7, 8, 3, 4, 5, 6});
+  RefTensor p = tensor({2, 1, 2}, {1, 2, 3, 4}), q = tensor({2, 2, 2}, {5, 6, 7, 8, 9, 10, 11, 12});
+  expectNear(eval(OpKind::Concat, {p, q}, {{"axis", int64_t(1)}}),
+             {1, 2, 5, 6, 7, 8, 3, 4, 9, 10, 11, 12});
+}
+
 TEST(Reference, SoftmaxIsStable) {
   RefTensor x = tensor({2, 3}, {1000, 1000, 1000, 0, std::log(2.0), std::log(5.0)});
   expectNear(eval(OpKind::Softmax, {x}), {1. / 3, 1. / 3, 1. / 3, 0.125, 0.25, 0.625});

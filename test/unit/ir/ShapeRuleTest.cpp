@@ -189,6 +189,45 @@ TEST(ShapeRule, Fill) {
             "unknown attribute 'valu' for op 'fill'");
 }
 
+TEST(ShapeRule, Slice) {
+  auto sl = [](int64_t axis, int64_t start, int64_t stop) {
+    return AttrMap{{"axis", axis}, {"start", start}, {"stop", stop}};
+  };
+  EXPECT_EQ(infer(OpKind::Slice, {f32({4, 3})}, sl(0, 1, 3)), f32({2, 3}));
+  EXPECT_EQ(infer(OpKind::Slice, {f32({2, 4, 3})}, sl(1, 0, 1)), f32({2, 1, 3}));
+  EXPECT_EQ(infer(OpKind::Slice, {f32({2, 5})}, sl(-1, 2, 5)), f32({2, 3}));
+  EXPECT_EQ(infer(OpKind::Slice, {i32({6})}, sl(0, 2, 5)), i32({3}));
+  EXPECT_EQ(ruleError(OpKind::Slice, {f32({3, 4})}, sl(0, 1, 5)),
+            "slice start 1, stop 5 out of range for axis 0 of f32[3,4]: needs 0 <= start < "
+            "stop <= 3");
+  EXPECT_EQ(ruleError(OpKind::Slice, {f32({3, 4})}, sl(-1, 2, 2)),
+            "slice start 2, stop 2 out of range for axis -1 of f32[3,4]: needs 0 <= start < "
+            "stop <= 4");
+  EXPECT_NE(ruleError(OpKind::Slice, {f32({3, 4})}, sl(0, -1, 2)), "");
+  EXPECT_EQ(ruleError(OpKind::Slice, {f32({3, 4})}, sl(2, 0, 1)),
+            "slice axis 2 out of range for f32[3,4]");
+  EXPECT_NE(ruleError(OpKind::Slice, {f32({})}, sl(0, 0, 1)), "");
+  // start and stop are required.
+  EXPECT_NE(ruleError(OpKind::Slice, {f32({3})}, {{"start", int64_t(0)}}), "");
+}
+
+TEST(ShapeRule, Concat) {
+  auto ax = [](int64_t axis) { return AttrMap{{"axis", axis}}; };
+  EXPECT_EQ(infer(OpKind::Concat, {f32({2, 3}), f32({1, 3})}), f32({3, 3}));
+  EXPECT_EQ(infer(OpKind::Concat, {f32({2, 3}), f32({2, 2})}, ax(-1)), f32({2, 5}));
+  EXPECT_EQ(infer(OpKind::Concat, {f32({2, 3, 4}), f32({2, 1, 4})}, ax(1)), f32({2, 4, 4}));
+  EXPECT_EQ(infer(OpKind::Concat, {i32({3}), i32({4})}), i32({7}));
+  EXPECT_EQ(ruleError(OpKind::Concat, {f32({2, 3}), f32({3, 4})}),
+            "concat shape mismatch outside axis 0: f32[2,3] x f32[3,4]");
+  EXPECT_EQ(ruleError(OpKind::Concat, {f32({2, 3}), f32({2, 3, 1})}, ax(1)),
+            "concat shape mismatch outside axis 1: f32[2,3] x f32[2,3,1]");
+  EXPECT_EQ(ruleError(OpKind::Concat, {f32({2}), i32({2})}),
+            "concat operands differ in dtype: f32[2] x i32[2]");
+  EXPECT_EQ(ruleError(OpKind::Concat, {f32({2}), f32({2})}, ax(1)),
+            "concat axis 1 out of range for f32[2]");
+  EXPECT_NE(ruleError(OpKind::Concat, {f32({}), f32({})}), "");
+}
+
 TEST(ShapeRule, Softmax) {
   EXPECT_EQ(infer(OpKind::Softmax, {f32({2, 5})}), f32({2, 5}));
   EXPECT_EQ(infer(OpKind::LogSoftmax, {f32({2, 5})}, {{"axis", int64_t(-2)}}), f32({2, 5}));

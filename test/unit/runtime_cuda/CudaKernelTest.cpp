@@ -78,6 +78,13 @@ const std::vector<OpCase> &largeCases() {
     add(OpKind::Sum, "middle", {f32({4, 5000, 3})}, {{"axes", V{1}}});
     add(OpKind::BroadcastTo, "rows", {f32({1, 37})}, {{"shape", V{129, 37}}});
     add(OpKind::Transpose, "3d", {f32({17, 33, 5})}, {{"perm", V{2, 0, 1}}});
+    add(OpKind::Slice, "cols", {f32({129, 1031})},
+        {{"axis", int64_t(-1)}, {"start", int64_t(17)}, {"stop", int64_t(1000)}});
+    add(OpKind::Slice, "middle", {f32({7, 300, 5})},
+        {{"axis", int64_t(1)}, {"start", int64_t(33)}, {"stop", int64_t(290)}});
+    add(OpKind::Concat, "middle", {f32({33, 257, 5}), f32({33, 100, 5})}, {{"axis", int64_t(1)}});
+    add(OpKind::Concat, "labels", {i32({1025}), i32({3001})}, {},
+        {spec(0, 9, true), spec(-100, 100, true)});
     add(OpKind::Softmax, "wide", {f32({333, 1029})}, {}, {spec(-6, 6)});
     add(OpKind::LogSoftmax, "middle", {f32({7, 300, 5})}, {{"axis", int64_t(1)}}, {spec(-6, 6)});
     add(OpKind::SoftmaxGrad, "wide", {f32({100, 1000}), f32({100, 1000})}, {}, {spec(0, 1)});
