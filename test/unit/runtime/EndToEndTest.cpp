@@ -63,6 +63,42 @@ const char *kMlpJson = R"({
   "optimizer": {"sgd": {"lr": 0.1, "momentum": 0.9}}
 })";
 
+/// slice and concat on two devices: f32 slices of every padding shape
+/// (after only, before only, both sides) whose gradients are concats of
+/// fills, concats whose gradients are slices, and i32 labels sliced and
+/// concatenated before the loss.
+const char *kSliceConcatJson = R"({
+  "mpc": 1,
+  "name": "slice_concat",
+  "inputs": {"x": {"shape": [6, 5]}, "labels": {"shape": [8], "dtype": "i32"}},
+  "params": {
+    "w0": {"shape": [5, 6], "init": {"xavier": {"magnitude": 2.0}}, "device": "a"},
+    "w1": {"shape": [5, 3], "init": {"xavier": {"magnitude": 2.0}}, "device": "b"}
+  },
+  "nodes": [
+    {"name": "h0", "op": "matmul", "inputs": ["x", "w0"], "device": "a"},
+    {"name": "s0", "op": "slice", "inputs": ["h0"], "attrs": {"axis": 1, "start": 0, "stop": 2}},
+    {"name": "s1", "op": "slice", "inputs": ["h0"], "attrs": {"axis": -1, "start": 3, "stop": 6}},
+    {"name": "s2", "op": "slice", "inputs": ["h0"], "attrs": {"axis": 1, "start": 1, "stop": 4}},
+    {"name": "t0", "op": "tanh", "inputs": ["s1"]},
+    {"name": "c0", "op": "concat", "inputs": ["s0", "t0"], "attrs": {"axis": -1}, "device": "b"},
+    {"name": "h1", "op": "matmul", "inputs": ["c0", "w1"], "device": "b"},
+    {"name": "g0", "op": "mul", "inputs": ["h1", "s2"], "device": "b"},
+    {"name": "m0", "op": "slice", "inputs": ["g0"], "attrs": {"start": 1, "stop": 5}},
+    {"name": "m1", "op": "slice", "inputs": ["g0"], "attrs": {"start": 0, "stop": 2}},
+    {"name": "c1", "op": "concat", "inputs": ["m0", "m1"], "device": "b"},
+    {"name": "l0", "op": "slice", "inputs": ["labels"], "attrs": {"start": 0, "stop": 3},
+     "device": "a"},
+    {"name": "l1", "op": "slice", "inputs": ["labels"], "attrs": {"start": 5, "stop": 8},
+     "device": "a"},
+    {"name": "lc", "op": "concat", "inputs": ["l0", "l1"], "device": "b"},
+    {"name": "loss", "op": "softmax_cross_entropy", "inputs": ["c1", "lc"], "device": "b"}
+  ],
+  "loss": "loss",
+  "outputs": ["c1"],
+  "optimizer": {"adam": {"lr": 0.01}}
+})";
+
 /// Most of the op set in one graph on two devices, trained with AdamW: every
 /// activation, broadcasting arithmetic, transpose/reshape, softmax and
 /// log_softmax, reductions with keepdims, stop_gradient, and therefore the
@@ -199,6 +235,8 @@ TEST(EndToEnd, SeedModelMatchesInterpreter) { checkAgainstInterpreter(seedModelJ
 TEST(EndToEnd, MlpWithCrossEntropyMatchesInterpreter) { checkAgainstInterpreter(kMlpJson, 5); }
 
 TEST(EndToEnd, ManyOpsMatchInterpreter) { checkAgainstInterpreter(kManyOpsJson, 5); }
+
+TEST(EndToEnd, SliceAndConcatMatchInterpreter) { checkAgainstInterpreter(kSliceConcatJson, 5); }
 
 /// A random model over the op set: a chain of dense layers, activations,
 /// binary ops with earlier values, softmax/log_softmax, centring by a mean,
