@@ -187,6 +187,7 @@ std::unique_ptr<Graph> Graph::clone() const {
   g->outputs = outputs;
   g->loss = loss;
   g->optimizer = optimizer;
+  g->pipeline = pipeline;
   g->gradients = gradients;
   g->stages = stages;
   std::unordered_map<const Node *, Node *> map;

@@ -55,6 +55,18 @@ struct OptimizerSpec {
   bool operator==(const OptimizerSpec &) const = default;
 };
 
+/// Pipeline parallelism (docs/pipelining.md): the step's batch is split into
+/// `microbatches` equal parts along axis 0, run through the stages in the
+/// order `schedule` gives.
+struct PipelineSpec {
+  int64_t microbatches = 1;
+  std::string schedule = "1f1b"; ///< "gpipe", "1f1b" or "interleaved-1f1b"
+  bool operator==(const PipelineSpec &) const = default;
+};
+
+/// The schedules PipelineSpec::schedule may name, in documentation order.
+inline const char *const kPipelineSchedules[] = {"gpipe", "1f1b", "interleaved-1f1b"};
+
 /// Stage invariants a graph declares; passes set them as they establish them
 /// and the verifier checks what is claimed.
 enum GraphStage : unsigned {
@@ -84,6 +96,9 @@ struct Node {
   /// compute (and whose device they share). For State: its parameter.
   std::string origin;
   bool backward = false; ///< created by autodiff
+  /// Set by the microbatch pass: the micro-batch whose rows this node holds
+  /// (its replica index); -1 for nodes shared by every micro-batch.
+  int microbatch = -1;
 
   bool isOp() const { return kind == NodeKind::Op; }
   bool isOp(OpKind k) const { return kind == NodeKind::Op && op == k; }
@@ -104,6 +119,7 @@ public:
   std::vector<std::string> outputs;
   std::string loss; ///< "" for a forward-only model
   std::optional<OptimizerSpec> optimizer;
+  PipelineSpec pipeline;
   /// Filled by autodiff: parameter name -> name of its gradient value.
   std::map<std::string, std::string> gradients;
   unsigned stages = 0; ///< GraphStage flags

@@ -48,7 +48,8 @@ constexpr int kMaxDepth = 64;
 
 const std::vector<std::string> kTopKeys = {"mpc",     "name",      "inputs", "params",
                                            "state",   "nodes",     "loss",   "outputs",
-                                           "optimizer", "stages",  "gradients"};
+                                           "optimizer", "stages",  "gradients",
+                                           "pipeline"};
 const std::vector<std::string> kInputKeys = {"shape", "dtype", "device"};
 const std::vector<std::string> kParamKeys = {"shape", "dtype", "init", "device"};
 const std::vector<std::string> kStateKeys = {"shape", "dtype", "init", "param", "device"};
@@ -56,6 +57,7 @@ const std::vector<std::string> kNodeKeys = {"name",   "op",       "inputs", "att
                                             "device", "backward", "origin"};
 const std::vector<std::string> kSgdKeys = {"lr", "momentum", "dampening", "nesterov",
                                            "weight_decay"};
+const std::vector<std::string> kPipelineKeys = {"microbatches", "schedule"};
 const std::vector<std::string> kAdamKeys = {"lr", "beta1", "beta2", "eps", "weight_decay"};
 
 /// Escapes one reference token of a JSON pointer (RFC 6901).
@@ -257,6 +259,7 @@ public:
     if (const json *j = find(root, "loss")) readLoss(*j);
     if (const json *j = find(root, "outputs")) readOutputs(*j);
     if (const json *j = find(root, "optimizer")) readOptimizer(*j);
+    if (const json *j = find(root, "pipeline")) readPipeline(*j);
     g_->stages = kShaped;
     if (const json *j = find(root, "stages")) readStages(*j);
     if (const json *j = find(root, "gradients")) readGradients(*j);
@@ -879,6 +882,28 @@ private:
           optNumber(a, ap, "weight_decay", kind == "adamw" ? 0.01 : 0.0, 0, false, inf, false);
     }
     g_->optimizer = o;
+  }
+
+  void readPipeline(const json &j) {
+    const std::string ptr = "/pipeline";
+    if (!j.is_object())
+      fail(ptr, "\"pipeline\" must be an object like {\"microbatches\": 4, \"schedule\": "
+                "\"1f1b\"}, got " + describeJson(j));
+    checkKeys(j, ptr, kPipelineKeys, "pipeline setting");
+    if (const json *m = find(j, "microbatches")) {
+      if (!m->is_number_integer() || m->get<int64_t>() < 1 || m->get<int64_t>() > (1 << 20))
+        fail(ptr + "/microbatches",
+             "microbatches must be an integer in [1, 1048576], got " + describeJson(*m));
+      g_->pipeline.microbatches = m->get<int64_t>();
+    }
+    if (const json *s = find(j, "schedule")) {
+      std::vector<std::string> names(std::begin(kPipelineSchedules), std::end(kPipelineSchedules));
+      std::string name = s->is_string() ? s->get<std::string>() : "";
+      if (std::find(names.begin(), names.end(), name) == names.end())
+        fail(ptr + "/schedule", "unknown schedule " + describeJson(*s) + suggestion(name, names) +
+                                    " (expected gpipe, 1f1b or interleaved-1f1b)");
+      g_->pipeline.schedule = name;
+    }
   }
 
   void readStages(const json &j) {

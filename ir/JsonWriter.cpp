@@ -181,6 +181,9 @@ std::string writeModelJson(const Graph &graph) {
     tail.emplace_back("outputs", o);
   }
   if (graph.optimizer) tail.emplace_back("optimizer", optimizerJson(*graph.optimizer));
+  if (graph.pipeline != PipelineSpec{})
+    tail.emplace_back("pipeline", json{{"microbatches", graph.pipeline.microbatches},
+                                       {"schedule", graph.pipeline.schedule}});
   if (graph.stages) {
     json s = json::array();
     for (GraphStage st : allGraphStages())
@@ -267,6 +270,7 @@ std::string diffGraphs(const Graph &a, const Graph &b) {
   if (a.outputs != b.outputs) return "outputs differ";
   if (a.loss != b.loss) return "loss " + q(a.loss) + " vs " + q(b.loss);
   if (a.optimizer != b.optimizer) return "optimizer differs";
+  if (a.pipeline != b.pipeline) return "pipeline differs";
   if (a.stages != b.stages)
     return "stages " + std::to_string(a.stages) + " vs " + std::to_string(b.stages);
   if (a.gradients != b.gradients) return "gradients differ";

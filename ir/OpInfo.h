@@ -11,6 +11,7 @@
 #pragma once
 
 #include "ir/Attribute.h"
+#include "ir/Batch.h"
 #include "ir/OpKind.h"
 #include "ir/RefTensor.h"
 #include "ir/Type.h"
@@ -67,6 +68,9 @@ struct OpInfo {
   GradFn grad = nullptr; ///< nullptr: not differentiable (see docs/ops.md)
   RefFn reference = nullptr;
   FlopsFn flops = nullptr; ///< nullptr: one flop per result element
+  /// How the op treats the batch axis under micro-batching (ir/Batch.h);
+  /// nullptr: the op cannot take a batched operand.
+  BatchFn batch = nullptr;
   unsigned traits = 0;
   std::vector<int> mutatedOperands; ///< operands an optimizer op updates in place
 

@@ -32,6 +32,7 @@ void addDeviceOps(std::vector<OpInfo> &t) {
     r.reference = identityRef;
     r.flops = noFlops;
     r.traits = kTransfer;
+    r.batch = rowwiseBatchRule;
     t.push_back(std::move(r));
   }
   {
@@ -42,6 +43,7 @@ void addDeviceOps(std::vector<OpInfo> &t) {
     r.reference = identityRef;
     r.flops = noFlops;
     r.traits = kStopsGradient;
+    r.batch = rowwiseBatchRule;
     t.push_back(std::move(r));
   }
 }

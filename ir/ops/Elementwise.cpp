@@ -50,6 +50,7 @@ OpInfo binary(OpKind k, const char *name, const char *doc, InferFn infer, GradFn
   r.grad = grad;
   r.reference = ref;
   r.traits = kElementwise | kBroadcasts;
+  r.batch = rowwiseBatchRule;
   return r;
 }
 
@@ -61,6 +62,7 @@ OpInfo unary(OpKind k, const char *name, const char *doc, InferFn infer, GradFn 
   r.reference = ref;
   r.flops = flops;
   r.traits = kElementwise;
+  r.batch = rowwiseBatchRule;
   return r;
 }
 
@@ -197,6 +199,7 @@ void addElementwiseOps(std::vector<OpInfo> &t) {
       binaryRef(o, out, [](double x, double dy) { return x > 0 ? dy : 0.0; });
     };
     r.traits = kElementwise;
+    r.batch = rowwiseBatchRule;
     t.push_back(std::move(r));
   }
   {
@@ -208,6 +211,7 @@ void addElementwiseOps(std::vector<OpInfo> &t) {
     };
     r.flops = flopsPerElement<12>;
     r.traits = kElementwise;
+    r.batch = rowwiseBatchRule;
     t.push_back(std::move(r));
   }
 }

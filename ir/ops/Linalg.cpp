@@ -64,6 +64,18 @@ double flopsMatMul(std::span<const TensorType> ops, const TensorType &result,
   return 2.0 * double(result.shape[0]) * double(result.shape[1]) * double(k);
 }
 
+/// Rows of op(a) are rows of the result; anything else contracts over, or
+/// moves, the batch axis.
+BatchResult batchMatMul(const BatchQuery &q) {
+  if (q.classes[1] == BatchClass::Batched)
+    throw RuleError(getBool(q.attrs, "transpose_b")
+                        ? "operand 'b' is batched and transpose_b moves the batch to axis 1"
+                        : "operand 'b' is batched and matmul contracts over its axis 0");
+  if (getBool(q.attrs, "transpose_a"))
+    throw RuleError("operand 'a' is batched and transpose_a contracts over its batch axis");
+  return {};
+}
+
 } // namespace
 
 void addLinalgOps(std::vector<OpInfo> &t) {
@@ -77,6 +89,7 @@ void addLinalgOps(std::vector<OpInfo> &t) {
   r.grad = gradMatMul;
   r.reference = refMatMul;
   r.flops = flopsMatMul;
+  r.batch = batchMatMul;
   t.push_back(std::move(r));
 }
 

@@ -58,6 +58,17 @@ void logSoftmaxRow(const RefTensor &logits, int64_t n, int64_t c, std::vector<do
   for (int64_t j = 0; j < c; ++j) row[size_t(j)] = x[j] - lse;
 }
 
+/// A mean over the batch (and, for mse_loss, over the other axes): every
+/// operand must be batched, and the full-batch loss is the mean of the
+/// micro-batch losses.
+BatchResult batchMeanLoss(const BatchQuery &q) {
+  for (size_t i = 0; i < q.classes.size(); ++i)
+    if (q.classes[i] != BatchClass::Batched)
+      throw RuleError("operand " + std::to_string(i) + " " + q.operands[i].str() +
+                      " is not batched data, but the loss averages it over the batch");
+  return {BatchClass::Reduced, BatchCombine::Mean, {}};
+}
+
 } // namespace
 
 void addLossOps(std::vector<OpInfo> &t) {
@@ -66,6 +77,7 @@ void addLossOps(std::vector<OpInfo> &t) {
                       "mean((pred - target)^2) over all elements: an f32 scalar",
                       {"pred", "target"});
     r.infer = inferMse;
+    r.batch = batchMeanLoss;
     r.grad = [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
       Node *p = n.inputs[0], *tg = n.inputs[1];
       double count = double(p->type.numElements());
@@ -109,6 +121,7 @@ void addLossOps(std::vector<OpInfo> &t) {
       out.data[0] = s / double(rows);
     };
     r.flops = flopsPerInput<5>;
+    r.batch = batchMeanLoss;
     t.push_back(std::move(r));
   }
   {

@@ -74,6 +74,15 @@ Node *broadcastBack(Builder &b, const Node &n, Node *dy, const char *op) {
   return g->type.shape == x->type.shape ? g : b.broadcastTo(g, x->type.shape);
 }
 
+/// Reducing over axis 0 reduces over the batch: the full-batch sum is the sum
+/// of the micro-batch sums, the full-batch mean the mean of the micro-batch
+/// means (micro-batches are equal).
+BatchResult batchReduce(const BatchQuery &q, const char *op, BatchCombine combine) {
+  std::vector<bool> reduced = reducedAxes(op, q.operands[0], q.attrs);
+  if (reduced.empty() || !reduced[0]) return {};
+  return {BatchClass::Reduced, combine, {}};
+}
+
 std::vector<AttrSpec> reduceAttrs() {
   return {attr("axes", AttrType::Ints, std::vector<int64_t>{},
                "axes to reduce, negative counting from the end; [] reduces all axes"),
@@ -110,6 +119,7 @@ void addReduceOps(std::vector<OpInfo> &t) {
       sumInto(*o[0], reducedAxes("sum", xt, a), out);
     };
     r.flops = flopsPerInput<1>;
+    r.batch = [](const BatchQuery &q) { return batchReduce(q, "sum", BatchCombine::Sum); };
     t.push_back(std::move(r));
   }
   {
@@ -130,6 +140,7 @@ void addReduceOps(std::vector<OpInfo> &t) {
       for (double &v : out.data) v /= count;
     };
     r.flops = flopsPerInput<1>;
+    r.batch = [](const BatchQuery &q) { return batchReduce(q, "mean", BatchCombine::Mean); };
     t.push_back(std::move(r));
   }
   {
@@ -137,6 +148,12 @@ void addReduceOps(std::vector<OpInfo> &t) {
                       "x broadcast NumPy style to shape", {"x"});
     r.attrs = {attr("shape", AttrType::Ints, std::nullopt, "the result shape")};
     r.infer = inferBroadcastTo;
+    r.batch = [](const BatchQuery &q) {
+      BatchResult res = rowwiseBatchRule(q);
+      res.microAttrs = q.attrs;
+      res.microAttrs["shape"] = microShape(getInts(q.attrs, "shape"), q);
+      return res;
+    };
     r.grad = [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
       return {b.reduceToShape(dy, n.inputs[0]->type.shape)};
     };

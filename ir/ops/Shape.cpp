@@ -184,6 +184,17 @@ void addShapeOps(std::vector<OpInfo> &t) {
     r.attrs = {attr("shape", AttrType::Ints, std::nullopt,
                     "the result shape; one dimension may be -1 (inferred)")};
     r.infer = inferReshape;
+    r.batch = [](const BatchQuery &q) {
+      if (q.result.rank() == 0 || q.result.shape[0] != q.batch)
+        throw RuleError("reshape " + q.operands[0].str() + " to " + q.result.str() +
+                        " moves rows across the batch axis");
+      BatchResult res;
+      res.microAttrs = q.attrs;
+      Shape want = getInts(q.attrs, "shape");
+      if (!want.empty() && want[0] != -1) want[0] = q.batch / q.microbatches;
+      res.microAttrs["shape"] = want;
+      return res;
+    };
     r.grad = [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
       return {b.reshape(dy, n.inputs[0]->type.shape)};
     };
@@ -197,6 +208,12 @@ void addShapeOps(std::vector<OpInfo> &t) {
     r.attrs = {attr("perm", AttrType::Ints, std::vector<int64_t>{},
                     "the permutation; [] reverses the axes")};
     r.infer = inferTranspose;
+    r.batch = [](const BatchQuery &q) {
+      std::vector<int64_t> perm = permOf(q.operands[0], q.attrs);
+      if (perm.empty() || perm[0] != 0)
+        throw RuleError("transpose moves the batch axis away from axis 0");
+      return BatchResult{};
+    };
     r.grad = [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
       std::vector<int64_t> perm = permOf(n.inputs[0]->type, n.attrs);
       std::vector<int64_t> inverse(perm.size());

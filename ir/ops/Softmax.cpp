@@ -54,6 +54,14 @@ std::vector<AttrSpec> axisAttr() {
   return {attr("axis", AttrType::Int, int64_t(-1), "the axis to normalise, negative from the end")};
 }
 
+/// Normalising along any axis but the batch axis keeps rows independent.
+BatchResult batchAlongAxis(const BatchQuery &q) {
+  BatchResult res = rowwiseBatchRule(q);
+  if (normalizeAxis(getInt(q.attrs, "axis"), q.operands[0].rank()) == 0)
+    throw RuleError("it normalises along axis 0, the batch axis");
+  return res;
+}
+
 } // namespace
 
 void addSoftmaxOps(std::vector<OpInfo> &t) {
@@ -69,6 +77,7 @@ void addSoftmaxOps(std::vector<OpInfo> &t) {
       softmaxRef(*o[0], a, out, false);
     };
     r.flops = flopsPerInput<5>;
+    r.batch = batchAlongAxis;
     t.push_back(std::move(r));
   }
   {
@@ -85,6 +94,7 @@ void addSoftmaxOps(std::vector<OpInfo> &t) {
       softmaxRef(*o[0], a, out, true);
     };
     r.flops = flopsPerInput<5>;
+    r.batch = batchAlongAxis;
     t.push_back(std::move(r));
   }
   {
@@ -109,6 +119,7 @@ void addSoftmaxOps(std::vector<OpInfo> &t) {
       });
     };
     r.flops = flopsPerInput<4>;
+    r.batch = batchAlongAxis;
     t.push_back(std::move(r));
   }
 }
