@@ -39,7 +39,14 @@ struct PassOptions {
   std::optional<double> lr;
   /// --stats: passes that have something to say print it to PassContext::log.
   bool stats = false;
+  /// --microbatches / --schedule overrides of the model's "pipeline".
+  std::optional<int64_t> microbatches;
+  std::optional<std::string> schedule;
 };
+
+/// The model's pipeline settings with the flags applied; throws UserError on
+/// an unknown schedule.
+ir::PipelineSpec effectivePipeline(const ir::Graph &g, const PassOptions &opts);
 
 /// Named counters a pass reports (copies inserted, copies reused, ...).
 struct PassStatistic {

@@ -49,8 +49,9 @@ private:
 };
 
 /// The default training pipeline used by `mpc compile` (passes/Pipelines.cpp):
-/// infer-shapes, canonicalize, place, insert-copies, autodiff, insert-copies,
-/// optimize-step; without a loss it stops after the second stage.
-std::string defaultPipeline(const ir::Graph &graph);
+/// infer-shapes, canonicalize, place, [microbatch,] insert-copies, autodiff,
+/// insert-copies, optimize-step; without a loss it stops after the copies.
+/// `microbatch` runs when the effective micro-batch count exceeds 1.
+std::string defaultPipeline(const ir::Graph &graph, const PassOptions &options = {});
 
 } // namespace mpc::passes

@@ -4,19 +4,45 @@
 //   1. infer-shapes   types for every node (the reader already did; cheap)
 //   2. canonicalize   drop dead nodes, fold identity reshapes/transposes
 //   3. place          a concrete device for every node
-//   4. insert-copies  explicit, deduplicated copies on cross-device edges
+//   4. microbatch     with more than one micro-batch: one replica of the
+//                     batched forward graph per micro-batch (after placement,
+//                     so that every replica has its stage's device)
+//   5. insert-copies  explicit, deduplicated copies on cross-device edges
 // and, when the model has a loss:
-//   5. autodiff       the backward graph (copies' gradients are copies back)
-//   6. insert-copies  copies for backward edges that cross devices
-//   7. optimize-step  optimizer state and in-place updates, colocated
+//   6. autodiff       the backward graph (copies' gradients are copies back)
+//   7. insert-copies  copies for backward edges that cross devices
+//   8. optimize-step  optimizer state and in-place updates, colocated
 //
 //===----------------------------------------------------------------------===//
 #include "passes/PassManager.h"
 
+#include "support/Error.h"
+
+#include <algorithm>
+#include <iterator>
+
 namespace mpc::passes {
 
-std::string defaultPipeline(const ir::Graph &graph) {
-  std::string p = "infer-shapes,canonicalize,place,insert-copies";
+ir::PipelineSpec effectivePipeline(const ir::Graph &g, const PassOptions &opts) {
+  ir::PipelineSpec spec = g.pipeline;
+  if (opts.microbatches) spec.microbatches = *opts.microbatches;
+  if (opts.schedule) spec.schedule = *opts.schedule;
+  if (spec.microbatches < 1)
+    throw UserError(g.sourceFile, "/pipeline/microbatches",
+                    "microbatches must be a positive integer, got " +
+                        std::to_string(spec.microbatches));
+  if (std::find(std::begin(ir::kPipelineSchedules), std::end(ir::kPipelineSchedules),
+                spec.schedule) == std::end(ir::kPipelineSchedules))
+    throw UserError(g.sourceFile, "/pipeline/schedule",
+                    "unknown schedule '" + spec.schedule +
+                        "' (expected gpipe, 1f1b or interleaved-1f1b)");
+  return spec;
+}
+
+std::string defaultPipeline(const ir::Graph &graph, const PassOptions &options) {
+  std::string p = "infer-shapes,canonicalize,place";
+  if (effectivePipeline(graph, options).microbatches > 1) p += ",microbatch";
+  p += ",insert-copies";
   if (!graph.loss.empty()) p += ",autodiff,insert-copies,optimize-step";
   return p;
 }

@@ -29,7 +29,7 @@ inline std::unique_ptr<ir::Graph> compileGraph(const std::string &json,
   passes::Instrumentation instr;
   instr.dump = &log;
   passes::PassManager pm(ctx, instr);
-  pm.addPipeline(passes::defaultPipeline(*graph));
+  pm.addPipeline(passes::defaultPipeline(*graph, ctx.options));
   pm.run(*graph);
   return graph;
 }

@@ -1,0 +1,268 @@
+//===- passes/Microbatch.cpp - one forward replica per micro-batch ------===//
+//
+// Pipelining changes when work runs, never what it computes. This pass makes
+// the micro-batches explicit in the graph; codegen then orders their work by
+// the pipeline schedule (codegen/PipelineSchedule.cpp).
+//
+// Invariant established: with M > 1 micro-batches, every batched node of the
+// forward graph exists M times, `<name>.mb<k>` with Node::microbatch = k, fed
+// by `<input>.mb<k>` = slice(input, rows [k*N/M, (k+1)*N/M)); nodes that do
+// not depend on the batch (parameters, their copies and transposes,
+// constants) are shared. Autodiff, run afterwards, then gives each replica its
+// own backward graph, and sums each shared value's gradient over the replicas
+// in micro-batch order: that sum *is* gradient accumulation, and the
+// optimizer still updates once per step.
+//
+// Algorithm:
+//   1. Batch-axis analysis (ir/Batch.h). Every input is Batched (axis 0 is
+//      the batch; all inputs have the same N, and M divides it); params and
+//      state are Unbatched. Each op's record says what its result is; a node
+//      that mixes rows of the batch is a user error naming it and why. A node
+//      that uses a batch-reduced value (a loss) is computed once, from the
+//      full-batch value, and must not also use batched data.
+//   2. Replicas, for k = 0..M-1, in topological order.
+//   3. The full-batch value of every Reduced node that something outside the
+//      replicas uses (the loss, an output, a node computed once) is the sum of
+//      its replicas, scaled by 1/M for a mean. This is the one place where a
+//      mean loss is rescaled; autodiff carries the 1/M into each replica's
+//      backward. Batched outputs are the replicas joined along axis 0
+//      (concat). Both keep the original node's name, so `loss` is still the
+//      full-batch loss and outputs keep their names.
+//   4. The original batched nodes are erased.
+// Running the pass on a split graph, or with M = 1, changes nothing.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Pass.h"
+
+#include "ir/Builder.h"
+#include "support/Error.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace mpc::passes {
+
+using ir::BatchClass;
+using ir::Builder;
+using ir::Graph;
+using ir::Node;
+
+namespace {
+
+std::string whereOf(const Node *n) {
+  return n->jsonPath.empty() ? "'" + n->name + "'" : n->jsonPath;
+}
+
+class Microbatcher {
+public:
+  Microbatcher(Graph &g, int64_t m) : g_(g), m_(m) {}
+
+  void run() {
+    order_ = g_.topoOrder();
+    checkInputs();
+    classify();
+    for (int64_t k = 0; k < m_; ++k) replicate(k);
+    std::map<Node *, Node *> full = fullBatchValues();
+    for (auto &[original, value] : full) g_.replaceAllUses(original, value);
+    eraseOriginals();
+    for (auto &[original, value] : full) g_.rename(value, names_.at(original));
+  }
+
+private:
+  // Step 1: the inputs fix N.
+  void checkInputs() {
+    const Node *first = nullptr;
+    for (Node *n : order_) {
+      if (n->kind != ir::NodeKind::Input) continue;
+      if (n->type.rank() == 0)
+        throw UserError(g_.sourceFile, whereOf(n),
+                        "input '" + n->name + "' is a scalar: it has no batch axis (axis 0) to " +
+                            "split into micro-batches");
+      if (!first) {
+        first = n;
+        batch_ = n->type.shape[0];
+      } else if (n->type.shape[0] != batch_) {
+        throw UserError(g_.sourceFile, whereOf(n),
+                        "input '" + n->name + "' " + n->type.str() + " has size " +
+                            std::to_string(n->type.shape[0]) + " along axis 0 where '" +
+                            first->name + "' has " + std::to_string(batch_) +
+                            ": every input's axis 0 must be the batch");
+      }
+      cls_[n] = BatchClass::Batched;
+    }
+    if (!first)
+      throw UserError(g_.sourceFile, "/pipeline/microbatches",
+                      "the model has no inputs, so there is no batch to split into " +
+                          std::to_string(m_) + " micro-batches");
+    if (batch_ % m_ != 0)
+      throw UserError(g_.sourceFile, "/pipeline/microbatches",
+                      std::to_string(m_) + " micro-batches do not divide the batch of " +
+                          std::to_string(batch_) + " rows (input '" + first->name + "' " +
+                          first->type.str() + ")");
+  }
+
+  void classify() {
+    for (Node *n : order_) {
+      if (!n->isOp()) {
+        if (!cls_.count(n)) cls_[n] = BatchClass::Unbatched;
+        continue;
+      }
+      std::vector<BatchClass> classes;
+      std::vector<ir::TensorType> types;
+      const Node *batched = nullptr, *reduced = nullptr;
+      for (const Node *in : n->inputs) {
+        BatchClass c = cls_.at(in);
+        if (c == BatchClass::Batched && !batched) batched = in;
+        if (c == BatchClass::Reduced && !reduced) reduced = in;
+        // A node using a reduced value runs once, on the full-batch value.
+        classes.push_back(c == BatchClass::Reduced ? BatchClass::Unbatched : c);
+        types.push_back(in->type);
+      }
+      if (!batched) {
+        cls_[n] = BatchClass::Unbatched;
+        continue;
+      }
+      if (reduced)
+        throw UserError(g_.sourceFile, whereOf(n),
+                        n->describe() + " mixes rows of the batch: it uses '" + reduced->name +
+                            "', reduced over the whole batch, together with batched '" +
+                            batched->name + "'");
+      const ir::OpInfo &info = n->info();
+      if (!info.batch)
+        throw UserError(g_.sourceFile, whereOf(n),
+                        n->describe() + " cannot be split into micro-batches: the op does not " +
+                            "declare how it treats the batch axis (operand '" + batched->name +
+                            "' is batched)");
+      ir::BatchQuery q{classes, types, n->type, n->attrs, batch_, m_};
+      try {
+        ir::BatchResult r = info.batch(q);
+        cls_[n] = r.cls;
+        combine_[n] = r.combine;
+        if (!r.microAttrs.empty()) microAttrs_[n] = std::move(r.microAttrs);
+      } catch (const RuleError &e) {
+        throw UserError(g_.sourceFile, whereOf(n),
+                        n->describe() + " mixes rows of the batch: " + e.what());
+      }
+    }
+  }
+
+  bool replicated(const Node *n) const {
+    return n->isOp() && cls_.at(n) != BatchClass::Unbatched;
+  }
+
+  // Step 2.
+  void replicate(int64_t k) {
+    const std::string suffix = ".mb" + std::to_string(k);
+    std::map<const Node *, Node *> &rep = replicas_[k];
+    const int64_t rows = batch_ / m_;
+    for (Node *n : order_) {
+      if (!replicated(n)) continue;
+      std::vector<Node *> operands;
+      for (Node *in : n->inputs) {
+        if (in->kind == ir::NodeKind::Input) {
+          if (!rep.count(in)) {
+            Builder b(g_);
+            b.device = in->device;
+            rep[in] = b.create(ir::OpKind::Slice, {in},
+                               {{"axis", int64_t(0)},
+                                {"start", k * rows},
+                                {"stop", (k + 1) * rows}},
+                               in->name + suffix);
+            rep[in]->microbatch = int(k);
+          }
+          operands.push_back(rep.at(in));
+        } else {
+          operands.push_back(replicated(in) ? rep.at(in) : in);
+        }
+      }
+      Builder b(g_);
+      b.device = n->device;
+      auto attrs = microAttrs_.find(n);
+      Node *r = nullptr;
+      try {
+        r = b.create(n->op, operands, attrs == microAttrs_.end() ? n->attrs : attrs->second,
+                     n->name + suffix);
+      } catch (const RuleError &e) {
+        throw InternalError("micro-batch replica of " + n->describe() + " fails its shape rule: " +
+                            e.what());
+      }
+      r->jsonPath = n->jsonPath;
+      r->microbatch = int(k);
+      rep[n] = r;
+    }
+  }
+
+  // Step 3: originals that something outside the replicas still uses.
+  std::map<Node *, Node *> fullBatchValues() {
+    std::set<std::string> outputs(g_.outputs.begin(), g_.outputs.end());
+    std::map<Node *, Node *> full;
+    for (Node *n : order_) {
+      if (!replicated(n)) continue;
+      bool usedOnce = n->name == g_.loss || outputs.count(n->name);
+      for (const Node *u : g_.users(n))
+        if (!replicated(u) && u->microbatch < 0) usedOnce = true;
+      if (!usedOnce) continue;
+      Builder b(g_);
+      b.device = n->device;
+      Node *acc = replicas_[0].at(n);
+      for (int64_t k = 1; k < m_; ++k) {
+        Node *part = replicas_[size_t(k)].at(n);
+        if (cls_.at(n) == BatchClass::Reduced)
+          acc = b.create(ir::OpKind::Add, {acc, part}, {}, n->name + ".acc" + std::to_string(k));
+        else
+          acc = b.create(ir::OpKind::Concat, {acc, part}, {{"axis", int64_t(0)}},
+                         n->name + ".cat" + std::to_string(k));
+      }
+      if (cls_.at(n) == BatchClass::Reduced && combine_.at(n) == ir::BatchCombine::Mean)
+        acc = b.scale(acc, 1.0 / double(m_));
+      acc->jsonPath = n->jsonPath;
+      names_[n] = n->name;
+      full[n] = acc;
+    }
+    return full;
+  }
+
+  // Step 4: users are erased before what they use.
+  void eraseOriginals() {
+    for (auto it = order_.rbegin(); it != order_.rend(); ++it)
+      if (replicated(*it)) g_.erase(*it);
+  }
+
+  Graph &g_;
+  int64_t m_;
+  int64_t batch_ = 0;
+  std::vector<Node *> order_;
+  std::map<const Node *, BatchClass> cls_;
+  std::map<const Node *, ir::BatchCombine> combine_;
+  std::map<const Node *, ir::AttrMap> microAttrs_;
+  std::map<int64_t, std::map<const Node *, Node *>> replicas_;
+  std::map<const Node *, std::string> names_;
+};
+
+class MicrobatchPass : public Pass {
+public:
+  std::string_view name() const override { return "microbatch"; }
+  std::string_view summary() const override {
+    return "split the batch into micro-batches: one replica of the batched forward graph each";
+  }
+  bool run(Graph &g, PassContext &ctx) override {
+    ir::PipelineSpec spec = effectivePipeline(g, ctx.options);
+    g.pipeline = spec;
+    if (spec.microbatches <= 1) return false;
+    if (g.has(ir::kDifferentiated))
+      throw UserError(g.sourceFile, "/pipeline",
+                      "microbatch must run before autodiff: the graph already has gradients");
+    for (const auto &n : g.nodes())
+      if (n->microbatch >= 0) return false; // already split
+    Microbatcher(g, spec.microbatches).run();
+    ctx.count("microbatch", "microbatches", spec.microbatches);
+    return true;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createMicrobatchPass() { return std::make_unique<MicrobatchPass>(); }
+
+} // namespace mpc::passes
