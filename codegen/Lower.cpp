@@ -22,8 +22,10 @@ plan::Plan lowerToPlan(const ir::Graph &graph, const LowerOptions &options) {
 
   // 1. Preconditions; the devices, sorted (Values.cpp).
   checkAndCollectDevices(st);
-  // 2. Execution order: topological, readers before in-place updates (Schedule.cpp).
+  // 2. Execution order: topological, readers before in-place updates (Schedule.cpp);
+  //    for a micro-batched graph, the pipeline schedule's order (PipelineSchedule.cpp).
   orderNodes(st);
+  if (isPipelined(graph)) orderNodesPipelined(st);
   // 3. One buffer per value on its device; updates reuse their parameter's (Values.cpp).
   createBuffers(st);
   // 4. Per-device instruction lists: kernels, early sends, late receives (Schedule.cpp).

@@ -30,4 +30,16 @@ plan::Plan lowerToPlan(const ir::Graph &graph, const LowerOptions &options);
 /// the bytes a no-reuse plan would need; instruction counts; transfers.
 void printPlanStats(const plan::Plan &plan, std::ostream &os);
 
+/// A pipelined plan's bubble (idle share of device time): predicted by
+/// running its instruction lists on a cost model (FLOPs and bytes per
+/// instruction, codegen/PipelineCost.cpp), and the schedule's analytic bound.
+struct PipelineCost {
+  double makespan = 0;        ///< seconds of one step, on the cost model
+  double predictedBubble = 0; ///< 1 - busy device time / (devices * makespan)
+  double analyticBubble = 0;  ///< (p-1)/(M+p-1), or (p-1)/(v*M+p-1) interleaved
+};
+PipelineCost predictPipelineCost(const ir::Graph &graph, const plan::Plan &plan);
+/// `mpc compile --stats` for a pipelined plan: schedule, M, stages, bubbles.
+void printPipelineStats(const ir::Graph &graph, const plan::Plan &plan, std::ostream &os);
+
 } // namespace mpc::codegen

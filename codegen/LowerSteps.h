@@ -34,6 +34,8 @@ struct LoweringState {
   std::vector<ir::Node *> topo;            ///< execution order (orderNodes)
   std::map<std::string, uint32_t> devices; ///< "cpu:1" -> index in Plan::devices
   std::map<const ir::Node *, ValueSlot> slots;
+  /// Pipelined plans: the schedule action each op node belongs to.
+  std::map<const ir::Node *, plan::Action> actions;
   plan::Plan plan;
 
   explicit LoweringState(const ir::Graph &g) : graph(g) {}
@@ -53,11 +55,22 @@ void describeOptimizer(LoweringState &st);
 void computeInitialValues(LoweringState &st, uint64_t seed);
 
 // Schedule.cpp
+/// Per node (creation index), the nodes that must run after it: its users,
+/// and for a reader of a value that an optimizer updates in place, the update.
+std::vector<std::vector<size_t>> executionSuccessors(const ir::Graph &graph);
 /// Execution order of all nodes: topological, creation index breaking ties,
 /// with every reader of a value that an optimizer updates in place ordered
 /// before the update. Replaces `topo`.
 void orderNodes(LoweringState &st);
 void scheduleInstructions(LoweringState &st);
+
+// PipelineSchedule.cpp
+/// True when the graph was split into micro-batches (passes/Microbatch.cpp).
+bool isPipelined(const ir::Graph &graph);
+/// The execution order of a micro-batched graph under its pipeline schedule
+/// (gpipe, 1f1b, interleaved-1f1b), found by simulating the devices; replaces
+/// `topo` and fills `actions`, the schedule action of each op node.
+void orderNodesPipelined(LoweringState &st);
 
 // Liveness.cpp
 /// An arena buffer is live from the first instruction that touches it (its

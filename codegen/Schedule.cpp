@@ -63,12 +63,17 @@ plan::AttrMap convertAttrs(const ir::AttrMap &attrs) {
   return out;
 }
 
+plan::Action actionOf(const LoweringState &st, const ir::Node *n) {
+  auto it = st.actions.find(n);
+  return it == st.actions.end() ? plan::Action{} : it->second;
+}
+
 bool updatesInPlace(const ir::Node *n) { return n->isOp() && n->info().has(ir::kOptimizer); }
 
 } // namespace
 
-void orderNodes(LoweringState &st) {
-  const auto &nodes = st.graph.nodes();
+std::vector<std::vector<size_t>> executionSuccessors(const ir::Graph &graph) {
+  const auto &nodes = graph.nodes();
   std::map<const ir::Node *, size_t> index;
   for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i].get()] = i;
   std::vector<std::vector<size_t>> succ(nodes.size());
@@ -91,6 +96,12 @@ void orderNodes(LoweringState &st) {
         if (reader != update && !updatesInPlace(reader)) succ[index.at(reader)].push_back(u);
     }
   }
+  return succ;
+}
+
+void orderNodes(LoweringState &st) {
+  const auto &nodes = st.graph.nodes();
+  std::vector<std::vector<size_t>> succ = executionSuccessors(st.graph);
   std::vector<int> pending(nodes.size(), 0);
   for (const auto &s : succ)
     for (size_t v : s) ++pending[v];
@@ -143,6 +154,7 @@ void scheduleInstructions(LoweringState &st) {
       }
       in.output = out.buffer;
       in.node = n->name;
+      in.action = actionOf(st, n);
       items.push_back({out.device, {p, kAtPosition, p}, std::move(in)});
       continue;
     }
@@ -157,6 +169,7 @@ void scheduleInstructions(LoweringState &st) {
     send.peer = out.device;
     send.channel = channel;
     send.node = n->name;
+    send.action = actionOf(st, src);
     items.push_back({from.device, {pos.at(src), kAfterProducer, p}, std::move(send)});
 
     plan::Instr recv;
@@ -165,6 +178,7 @@ void scheduleInstructions(LoweringState &st) {
     recv.peer = from.device;
     recv.channel = channel;
     recv.node = n->name;
+    recv.action = actionOf(st, n);
     const std::vector<const ir::Node *> &users = usersOf[n];
     bool forwarded = std::any_of(users.begin(), users.end(),
                                  [](const ir::Node *u) { return u->isOp(ir::OpKind::Copy); });

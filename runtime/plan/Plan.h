@@ -56,6 +56,22 @@ enum class InstrKind : uint8_t {
   Recv = 2,   ///< receive into buffer `output` from device `peer` on `channel`
 };
 
+/// The pipeline schedule action an instruction belongs to (pipelined plans
+/// only; docs/pipelining.md). Informational: runtimes execute instructions in
+/// list order and ignore it; `mpc dump --schedule` draws the grid from it.
+struct Action {
+  enum Kind : uint8_t {
+    None = 0,     ///< not pipelined
+    Forward = 1,  ///< forward of (stage, microbatch)
+    Backward = 2, ///< backward of (stage, microbatch)
+    Update = 3,   ///< optimizer update, once per step
+  };
+  Kind kind = None;
+  int32_t stage = -1;      ///< virtual stage (Forward, Backward)
+  int32_t microbatch = -1; ///< (Forward, Backward)
+  bool operator==(const Action &) const = default;
+};
+
 struct Instr {
   InstrKind kind = InstrKind::Kernel;
   std::string op;               ///< Kernel: op name, e.g. "matmul"
@@ -65,6 +81,7 @@ struct Instr {
   uint32_t channel = 0;         ///< Send/Recv: pairs the two ends, unique per plan
   uint32_t peer = 0;            ///< Send/Recv: the other device's index in Plan::devices
   std::string node;             ///< IR node this instruction came from (for dump/errors)
+  Action action;                ///< pipelined plans: the schedule action
 };
 
 struct DeviceProgram {
@@ -95,6 +112,14 @@ struct Optimizer {
   std::map<std::string, double> hyper; ///< lr, momentum, beta1, ... as used
 };
 
+/// How a pipelined plan was scheduled (docs/pipelining.md).
+struct PipelineInfo {
+  int64_t microbatches = 1; ///< 1: not pipelined
+  std::string schedule;     ///< "gpipe", "1f1b", "interleaved-1f1b"
+  /// Device index of each virtual stage, in pipeline order.
+  std::vector<uint32_t> stages;
+};
+
 struct Plan {
   std::string model;
   uint64_t seed = 0; ///< the seed the initial values were drawn with
@@ -106,6 +131,7 @@ struct Plan {
   bool hasLoss = false;
   TensorRef loss; ///< valid when hasLoss
   Optimizer optimizer;
+  PipelineInfo pipeline;
   /// Initial values of params then states, in that order, as float32 /
   /// int32 bytes (4 per element).
   std::vector<std::vector<uint8_t>> initialValues;

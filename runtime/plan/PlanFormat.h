@@ -18,7 +18,9 @@ inline constexpr uint8_t kPlanMagic[8] = {'M', 'P', 'C', 'P', 'L', 'A', 'N', 0};
 
 /// The format version this mpc writes and the newest it reads. Bumped on any
 /// change a version-1 reader would misread (docs/plan-format.md, versioning).
-inline constexpr uint32_t kPlanFormatVersion = 1;
+/// Version 2 added pipeline schedules (instruction `action`, top-level
+/// `pipeline`); version-1 files are read as plans without them.
+inline constexpr uint32_t kPlanFormatVersion = 2;
 
 /// Header fields, all little-endian, at these byte offsets.
 inline constexpr size_t kHeaderMagicOffset = 0;     ///< 8 bytes

@@ -35,4 +35,8 @@ std::vector<std::string> verifyPlan(const Plan &plan);
 /// `mpc dump`: each device's program, readably.
 void printPlan(const Plan &plan, std::ostream &os);
 
+/// `mpc dump --format=json`: the structured part (docs/plan-format.md) as one
+/// pretty-printed JSON document: the same fields as the meta section.
+std::string planMetaJson(const Plan &plan);
+
 } // namespace mpc::plan

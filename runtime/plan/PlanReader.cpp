@@ -128,6 +128,15 @@ public:
   uint32_t u32(const json &j, const std::string &ptr) const {
     return uint32_t(u64(j, ptr, std::numeric_limits<uint32_t>::max()));
   }
+  /// An integer in [-1, 2^31): stage and micro-batch indices, -1 for none.
+  int64_t i64(const json &j, const std::string &ptr) const {
+    if (!j.is_number_integer()) fail(ptr, std::string("expected an integer, got ") + j.type_name());
+    int64_t v = j.get<int64_t>();
+    if (j.is_number_unsigned() && j.get<uint64_t>() > uint64_t(INT32_MAX)) v = INT64_MAX;
+    if (v < -1 || v > INT32_MAX)
+      fail(ptr, "index " + j.dump() + " is out of range (-1 .. 2147483647)");
+    return v;
+  }
   double number(const json &j, const std::string &ptr) const {
     if (!j.is_number()) fail(ptr, std::string("expected a number, got ") + j.type_name());
     return j.get<double>();
@@ -222,6 +231,15 @@ public:
     } else {
       fail(ptr + "/kind", "unknown instruction kind '" + kind + "' (expected kernel, send or recv)");
     }
+    if (auto it = j.find("action"); it != j.end()) {
+      const json &a = array(*it, ptr + "/action");
+      if (a.size() != 3) fail(ptr + "/action", "expected [kind, stage, microbatch]");
+      uint64_t k = u64(a[0], ptr + "/action/0", Action::Update);
+      if (k == Action::None) fail(ptr + "/action/0", "action kind 0 is written as no action");
+      in.action.kind = Action::Kind(k);
+      in.action.stage = int32_t(i64(a[1], ptr + "/action/1"));
+      in.action.microbatch = int32_t(i64(a[2], ptr + "/action/2"));
+    }
     return in;
   }
 
@@ -281,6 +299,13 @@ public:
     const json &hyper = object(field(opt, "hyper", "/optimizer"), "/optimizer/hyper");
     for (const auto &[k, v] : hyper.items())
       p.optimizer.hyper[k] = number(v, "/optimizer/hyper/" + k);
+    if (auto it = meta.find("pipeline"); it != meta.end()) {
+      const json &pj = object(*it, "/pipeline");
+      p.pipeline.microbatches =
+          int64_t(u64(field(pj, "microbatches", "/pipeline"), "/pipeline/microbatches", 1 << 20));
+      p.pipeline.schedule = str(field(pj, "schedule", "/pipeline"), "/pipeline/schedule");
+      p.pipeline.stages = ids(field(pj, "stages", "/pipeline"), "/pipeline/stages");
+    }
     return p;
   }
 

@@ -282,6 +282,30 @@ struct Verifier {
                        shapeText(b.dtype, b.shape));
   }
 
+  /// Schedule annotations only label instructions (runtimes ignore them),
+  /// but `mpc dump --schedule` indexes with them.
+  void checkPipeline() {
+    const PipelineInfo &pi = plan.pipeline;
+    bool pipelined = pi.microbatches > 1;
+    if (pi.microbatches < 1) report("/pipeline/microbatches", "must be at least 1");
+    for (size_t s = 0; s < pi.stages.size(); ++s)
+      if (pi.stages[s] >= plan.devices.size())
+        report("/pipeline/stages/" + std::to_string(s),
+               "device index " + std::to_string(pi.stages[s]) + " out of range");
+    for (size_t di = 0; di < plan.devices.size(); ++di)
+      for (size_t i = 0; i < plan.devices[di].instrs.size(); ++i) {
+        const Action &a = plan.devices[di].instrs[i].action;
+        if (a.kind == Action::None) continue;
+        std::string p = "/devices/" + std::to_string(di) + "/instrs/" + std::to_string(i) + "/action";
+        if (!pipelined) report(p, "a schedule action in a plan that is not pipelined");
+        else if (a.kind != Action::Update &&
+                 (a.microbatch < 0 || a.microbatch >= pi.microbatches || a.stage < 0 ||
+                  size_t(a.stage) >= pi.stages.size()))
+          report(p, "stage " + std::to_string(a.stage) + " or micro-batch " +
+                        std::to_string(a.microbatch) + " out of range");
+      }
+  }
+
   void run() {
     if (plan.devices.empty()) report("/devices", "a plan needs at least one device");
     bool idsOk = true;
@@ -298,6 +322,7 @@ struct Verifier {
       for (size_t di = 0; di < plan.devices.size(); ++di) checkArena(di);
       if (checkChannels()) checkDeadlock();
     }
+    checkPipeline();
     auto refs = [&](const std::vector<TensorRef> &rs, const char *key) {
       for (size_t i = 0; i < rs.size(); ++i) checkRef(rs[i], std::string("/") + key + "/" + std::to_string(i));
     };

@@ -75,6 +75,8 @@ json instrToJson(const Instr &in) {
     j["channel"] = in.channel;
     break;
   }
+  if (in.action.kind != Action::None)
+    j["action"] = {uint64_t(in.action.kind), in.action.stage, in.action.microbatch};
   return j;
 }
 
@@ -89,9 +91,9 @@ json refsToJson(const std::vector<TensorRef> &refs) {
   return a;
 }
 
-} // namespace
-
-std::vector<uint8_t> serializePlan(const Plan &plan) {
+/// The structured part, with the data-section offset of every initial value;
+/// `dataLen` receives the data section's length.
+json metaOf(const Plan &plan, uint64_t &dataLen) {
   json meta;
   meta["model"] = plan.model;
   meta["seed"] = plan.seed;
@@ -116,17 +118,33 @@ std::vector<uint8_t> serializePlan(const Plan &plan) {
   json hyper = json::object();
   for (const auto &[k, v] : plan.optimizer.hyper) hyper[k] = v;
   meta["optimizer"] = {{"kind", plan.optimizer.kind}, {"hyper", std::move(hyper)}};
+  if (plan.pipeline.microbatches > 1)
+    meta["pipeline"] = {{"microbatches", plan.pipeline.microbatches},
+                        {"schedule", plan.pipeline.schedule},
+                        {"stages", plan.pipeline.stages}};
 
   // Tensor bytes: each at the next 64-aligned offset of the data section.
   json values = json::array();
-  uint64_t dataLen = 0;
+  dataLen = 0;
   for (const auto &v : plan.initialValues) {
     uint64_t off = alignUp(dataLen);
     values.push_back({{"offset", off}, {"bytes", uint64_t(v.size())}});
     dataLen = off + v.size();
   }
   meta["initial_values"] = std::move(values);
+  return meta;
+}
 
+} // namespace
+
+std::string planMetaJson(const Plan &plan) {
+  uint64_t dataLen = 0;
+  return metaOf(plan, dataLen).dump(2) + "\n";
+}
+
+std::vector<uint8_t> serializePlan(const Plan &plan) {
+  uint64_t dataLen = 0;
+  json meta = metaOf(plan, dataLen);
   std::vector<uint8_t> cbor = json::to_cbor(meta);
   uint64_t dataOff = dataOffset(cbor.size());
   std::vector<uint8_t> out(dataOff + dataLen, 0);

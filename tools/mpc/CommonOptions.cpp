@@ -38,6 +38,15 @@ void CommonOptions::addTo(CLI::App &cmd) {
       ->check(CLI::IsMember({"sgd", "adam", "adamw"}));
   cmd.add_option_function<double>(
       "--lr", [this](double v) { lr = v, lrGiven = true; }, "Override the learning rate");
+  cmd.add_option_function<int64_t>(
+      "--microbatches", [this](int64_t m) { microbatches = m; },
+                 "Split each step's batch into M equal micro-batches along axis 0 and pipeline "
+                 "them over the devices (overrides the model's \"pipeline\"; default 1: no "
+                 "pipelining)");
+  cmd.add_option("--schedule", schedule,
+                 "Pipeline schedule: gpipe, 1f1b (the default) or interleaved-1f1b (overrides "
+                 "the model's \"pipeline\"; docs/pipelining.md)")
+      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved-1f1b"}));
 }
 
 int64_t parseByteSize(const std::string &text, const std::string &flag) {
@@ -91,6 +100,13 @@ passes::PassOptions CommonOptions::passOptions() const {
       throw UserError("", "", "--lr must be a positive number");
     o.lr = lr;
   }
+  if (microbatches) {
+    if (*microbatches < 1 || *microbatches > (1 << 20))
+      throw UserError("", "", "--microbatches must be an integer in [1, 1048576], got " +
+                                  std::to_string(*microbatches));
+    o.microbatches = microbatches;
+  }
+  if (!schedule.empty()) o.schedule = schedule;
   o.stats = stats;
   return o;
 }
@@ -117,7 +133,7 @@ std::unique_ptr<ir::Graph> runPipeline(const std::string &modelPath, const Commo
   passes::PassManager pm(ctx, opts.instrumentation());
   std::string pipeline = opts.passes;
   if (pipeline.empty())
-    pipeline = useDefaultTrainingPipeline ? passes::defaultPipeline(*graph) : fallbackPipeline;
+    pipeline = useDefaultTrainingPipeline ? passes::defaultPipeline(*graph, ctx.options) : fallbackPipeline;
   pm.addPipeline(pipeline, opts.enableTestPasses);
   pm.run(*graph);
   if (opts.stats)

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,8 @@ struct CommonOptions {
   std::string optimizer;
   double lr = 0;
   bool lrGiven = false;
+  std::optional<int64_t> microbatches; ///< unset: the model's
+  std::string schedule;     ///< "": the model's
 
   void addTo(CLI::App &cmd);
   /// Validates the flag values and turns them into pass options; throws

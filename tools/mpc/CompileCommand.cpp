@@ -50,7 +50,10 @@ void addCompileCommand(CLI::App &app) {
       return;
     }
     plan::Plan p = codegen::lowerToPlan(*graph, codegen::LowerOptions{args->seed});
-    if (args->common.stats) codegen::printPlanStats(p, std::cerr);
+    if (args->common.stats) {
+      codegen::printPlanStats(p, std::cerr);
+      codegen::printPipelineStats(*graph, p, std::cerr);
+    }
     plan::writePlanFile(args->output, p);
   });
 }

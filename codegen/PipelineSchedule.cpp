@@ -1,0 +1,430 @@
+//===- codegen/PipelineSchedule.cpp - pipeline schedules as node orders --===//
+//
+// A micro-batched graph (passes/Microbatch.cpp) holds every micro-batch's
+// forward and backward explicitly. Which one a device works on when is the
+// schedule, and it is compile-time data: this file turns the schedule into
+// one global execution order, from which Schedule.cpp derives each device's
+// instruction list exactly as for an unpipelined graph (sends right after
+// the producer, receives right before the first use).
+//
+// Actions. Every op node that belongs to one micro-batch k belongs to an
+// action F(stage, k) or B(stage, k). The stage is the node's *virtual stage*:
+// the number of device changes on the longest path from an input to the node
+// (so a chain placed cpu:0, cpu:1, cpu:0, cpu:1 has virtual stages 0..3, two
+// per device, as Megatron's interleaving wants); a backward node takes the
+// stage of the forward node it differentiates. Nodes that belong to no single
+// micro-batch (gradient accumulation, the loss's sum over micro-batches,
+// copies of parameters) are *floating*; optimizer updates are the U action.
+//
+// Sequences. Each device runs its actions in a fixed sequence, Megatron's:
+// W warm-up forwards, then one forward and one backward in turn, then the
+// remaining backwards. Forwards come in queue order, backwards likewise:
+//   gpipe             W = every forward: all forwards, then all backwards.
+//   1f1b              W = p - r - 1 (r: the device's rank in the pipeline,
+//                     p: the number of devices), so stage r holds at most
+//                     p - r micro-batches in flight.
+//   interleaved-1f1b  over virtual stages, micro-batches in groups of p, each
+//                     group through the device's stages in turn (backwards in
+//                     reverse stage order); W = 2(p - r - 1) + (v - 1)p with
+//                     v stages per device.
+// (A device with several stages under plain 1f1b takes W = (p - r - 1)v.)
+//
+// Simulation. Devices are simulated on a clock where F and B actions take one
+// tick, floating nodes none. An idle device first runs every floating node
+// that is ready (so gradients accumulate as soon as they exist and a
+// micro-batch's activations die with its backward), then the next action of
+// its sequence if everything it reads exists. If no device can move while
+// work remains (an irregular placement the sequence does not suit), the first
+// device with a ready action further down its sequence runs it: the
+// simulation never stalls.
+//
+// Why the order is deadlock-free. A node is appended to the order only once
+// every node it depends on has finished in the simulation, so the order is
+// topological; Schedule.cpp's argument then applies unchanged: every device
+// runs its own subsequence, sends never block, and each receive's send comes
+// earlier in the order. plan::verifyPlan re-checks it on load.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/LowerSteps.h"
+
+#include "support/Error.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <set>
+#include <tuple>
+
+namespace mpc::codegen {
+
+bool isPipelined(const ir::Graph &graph) {
+  if (graph.pipeline.microbatches <= 1) return false;
+  for (const auto &n : graph.nodes())
+    if (n->microbatch >= 0) return true;
+  return false;
+}
+
+namespace {
+
+constexpr int kFloating = -1;
+
+struct ActionKey {
+  uint32_t device = 0;
+  plan::Action::Kind kind = plan::Action::Forward;
+  int stage = 0, microbatch = 0;
+  auto tie() const { return std::tie(device, kind, stage, microbatch); }
+  bool operator<(const ActionKey &o) const { return tie() < o.tie(); }
+};
+
+struct SimAction {
+  ActionKey key;
+  std::vector<size_t> nodes; ///< in topological order
+};
+
+class PipelineSimulator {
+public:
+  explicit PipelineSimulator(LoweringState &st)
+      : st_(st), nodes_(st.graph.nodes()), schedule_(st.graph.pipeline.schedule),
+        m_(st.graph.pipeline.microbatches) {}
+
+  void run() {
+    buildDependencies();
+    assignMicrobatches();
+    assignStages();
+    buildActions();
+    simulate();
+    st_.plan.pipeline.microbatches = m_;
+    st_.plan.pipeline.schedule = schedule_;
+    for (const auto &[stage, device] : stageDevice_) st_.plan.pipeline.stages.push_back(device);
+  }
+
+private:
+  size_t indexOf(const ir::Node *n) const { return index_.at(n); }
+
+  void buildDependencies() {
+    for (size_t i = 0; i < nodes_.size(); ++i) index_[nodes_[i].get()] = i;
+    std::vector<std::vector<size_t>> succ = executionSuccessors(st_.graph);
+    preds_.assign(nodes_.size(), {});
+    for (size_t i = 0; i < succ.size(); ++i)
+      for (size_t j : succ[i]) preds_[j].push_back(i);
+    topoPos_.assign(nodes_.size(), 0);
+    for (size_t p = 0; p < st_.topo.size(); ++p) topoPos_[indexOf(st_.topo[p])] = p;
+  }
+
+  /// A node's micro-batch: its own (replicas, input slices) or that of its
+  /// operands when they agree; kFloating when none or several.
+  void assignMicrobatches() {
+    constexpr int kNone = -2;
+    mb_.assign(nodes_.size(), kNone);
+    for (const ir::Node *n : st_.topo) {
+      size_t i = indexOf(n);
+      if (n->microbatch >= 0) {
+        mb_[i] = n->microbatch;
+        continue;
+      }
+      int m = kNone;
+      for (const ir::Node *in : n->inputs) {
+        int k = mb_[indexOf(in)];
+        if (k == kNone) continue;
+        m = (m == kNone || m == k) ? k : kFloating;
+      }
+      if (n->isOp() && n->info().has(ir::kOptimizer)) m = kFloating;
+      mb_[i] = m;
+    }
+    for (int &m : mb_)
+      if (m == kNone) m = kFloating;
+  }
+
+  /// Virtual stages of forward nodes, then of backward nodes by origin.
+  void assignStages() {
+    stage_.assign(nodes_.size(), -1);
+    // A forward node fed by leaves only (an input slice, a fill) starts at
+    // stage 0 for the nodes it feeds, and then joins its first user's stage:
+    // the labels' slice on the last device belongs to the last stage.
+    std::vector<bool> leafFed(nodes_.size(), false);
+    for (const ir::Node *n : st_.topo) {
+      if (!n->isOp() || n->backward) continue;
+      int s = -1;
+      for (const ir::Node *in : n->inputs) {
+        int si = stage_[indexOf(in)];
+        if (si < 0) continue;
+        s = std::max(s, si + (in->device != n->device ? 1 : 0));
+      }
+      leafFed[indexOf(n)] = s < 0;
+      stage_[indexOf(n)] = std::max(s, 0);
+    }
+    for (auto it = st_.topo.rbegin(); it != st_.topo.rend(); ++it) {
+      const ir::Node *n = *it;
+      size_t i = indexOf(n);
+      if (!n->isOp() || n->backward || !leafFed[i]) continue;
+      int s = std::numeric_limits<int>::max();
+      for (const ir::Node *u : st_.graph.users(n))
+        if (u->device == n->device && !u->backward && stage_[indexOf(u)] >= 0)
+          s = std::min(s, stage_[indexOf(u)]);
+      stage_[i] = s == std::numeric_limits<int>::max() ? 0 : s;
+    }
+    for (const ir::Node *n : st_.topo) {
+      if (!n->isOp() || !n->backward) continue;
+      const ir::Node *origin = st_.graph.find(n->origin);
+      if (!origin || origin->backward) continue;
+      if (origin->device == n->device) stage_[indexOf(n)] = stage_[indexOf(origin)];
+      else if (origin->isOp(ir::OpKind::Copy) && !origin->inputs.empty() &&
+               origin->inputs[0]->device == n->device)
+        stage_[indexOf(n)] = stage_[indexOf(origin->inputs[0])];
+    }
+  }
+
+  void buildActions() {
+    std::map<ActionKey, size_t> byKey;
+    floating_.assign(st_.devices.size(), {});
+    kind_.assign(nodes_.size(), plan::Action::None);
+    for (const ir::Node *n : st_.topo) {
+      if (!n->isOp()) continue;
+      size_t i = indexOf(n);
+      uint32_t d = st_.deviceOf(n);
+      if (n->info().has(ir::kOptimizer)) {
+        kind_[i] = plan::Action::Update;
+        floating_[d].push_back(i);
+        continue;
+      }
+      if (mb_[i] == kFloating || stage_[i] < 0) {
+        floating_[d].push_back(i);
+        continue;
+      }
+      ActionKey key{d, n->backward ? plan::Action::Backward : plan::Action::Forward, stage_[i],
+                    mb_[i]};
+      auto [it, fresh] = byKey.emplace(key, actions_.size());
+      if (fresh) actions_.push_back({key, {}});
+      actions_[it->second].nodes.push_back(i);
+      actionOf_[i] = it->second;
+      kind_[i] = key.kind;
+      if (key.kind == plan::Action::Forward) stageDevice_[key.stage] = d;
+    }
+    // Devices in pipeline order: by their first virtual stage.
+    std::map<uint32_t, std::vector<int>> stagesOf;
+    for (const auto &[s, d] : stageDevice_) stagesOf[d].push_back(s);
+    std::vector<std::pair<int, uint32_t>> firsts;
+    for (const auto &[d, ss] : stagesOf) firsts.push_back({ss.front(), d});
+    std::sort(firsts.begin(), firsts.end());
+    p_ = int(firsts.size());
+    for (int r = 0; r < p_; ++r) rank_[firsts[size_t(r)].second] = r;
+    for (const auto &[d, ss] : stagesOf) v_ = std::max(v_, int(ss.size()));
+
+    // Each device's forward and backward queues, in the schedule's order.
+    queues_.assign(st_.devices.size(), {});
+    bool interleaved = schedule_ == "interleaved-1f1b";
+    int group = std::max(p_, 1);
+    auto fwdOrder = [&](const ActionKey &k) {
+      return interleaved ? std::make_tuple(k.microbatch / group, k.stage, k.microbatch)
+                         : std::make_tuple(0, k.microbatch, k.stage);
+    };
+    auto bwdOrder = [&](const ActionKey &k) {
+      return interleaved ? std::make_tuple(k.microbatch / group, -k.stage, k.microbatch)
+                         : std::make_tuple(0, k.microbatch, -k.stage);
+    };
+    for (size_t a = 0; a < actions_.size(); ++a) {
+      const ActionKey &k = actions_[a].key;
+      queues_[k.device][k.kind == plan::Action::Forward ? 0 : 1].push_back(a);
+    }
+    for (auto &q : queues_) {
+      std::sort(q[0].begin(), q[0].end(), [&](size_t a, size_t b) {
+        return fwdOrder(actions_[a].key) < fwdOrder(actions_[b].key);
+      });
+      std::sort(q[1].begin(), q[1].end(), [&](size_t a, size_t b) {
+        return bwdOrder(actions_[a].key) < bwdOrder(actions_[b].key);
+      });
+    }
+  }
+
+  /// Megatron's warm-up: forwards a device runs before its first backward.
+  size_t warmup(uint32_t d, size_t total) const {
+    auto r = rank_.find(d);
+    if (schedule_ == "gpipe" || r == rank_.end()) return total;
+    int64_t rank = r->second, w;
+    if (schedule_ == "interleaved-1f1b") w = 2 * (p_ - rank - 1) + int64_t(v_ - 1) * p_;
+    else w = int64_t(p_ - rank - 1) * v_;
+    return std::min(total, size_t(std::max<int64_t>(w, 0)));
+  }
+
+  /// Each device's sequence of actions: W forwards, then one forward and one
+  /// backward in turn, then the remaining backwards (GPipe: W = all).
+  void buildSequences() {
+    sequence_.assign(queues_.size(), {});
+    for (uint32_t d = 0; d < queues_.size(); ++d) {
+      const auto &fq = queues_[d][0], &bq = queues_[d][1];
+      size_t w = warmup(d, fq.size()), f = 0, b = 0;
+      auto &seq = sequence_[d];
+      for (; f < w; ++f) seq.push_back(fq[f]);
+      while (f < fq.size() || b < bq.size()) {
+        if (f < fq.size()) seq.push_back(fq[f++]);
+        if (b < bq.size()) seq.push_back(bq[b++]);
+      }
+    }
+  }
+
+  bool nodeDone(size_t i, int64_t now) const { return finish_[i] <= now; }
+
+  bool predsDone(size_t i, int64_t now, size_t ownAction) const {
+    for (size_t j : preds_[i]) {
+      auto a = actionOf_.find(j);
+      if (a != actionOf_.end() && a->second == ownAction) continue;
+      if (!nodeDone(j, now)) return false;
+    }
+    return true;
+  }
+
+  bool actionReady(size_t a, int64_t now) const {
+    for (size_t i : actions_[a].nodes)
+      if (!predsDone(i, now, a)) return false;
+    return true;
+  }
+
+  void emit(size_t i, int64_t finish, const plan::Action &tag) {
+    finish_[i] = finish;
+    order_.push_back(i);
+    tags_[i] = tag;
+  }
+
+  /// Runs the device's ready floating nodes at `now`; true if any ran.
+  bool runFloating(uint32_t d, int64_t now) {
+    bool any = false;
+    for (bool again = true; again;) {
+      again = false;
+      for (size_t i : floating_[d]) {
+        if (finish_[i] != kNever || !predsDone(i, now, SIZE_MAX)) continue;
+        plan::Action tag = lastTag_[d];
+        if (kind_[i] == plan::Action::Update) tag = {plan::Action::Update, -1, -1};
+        emit(i, now, tag);
+        if (tag.kind == plan::Action::None) pendingPrologue_[d].push_back(i);
+        again = any = true;
+      }
+    }
+    return any;
+  }
+
+  void startAction(uint32_t d, size_t a, int64_t now) {
+    const ActionKey &k = actions_[a].key;
+    plan::Action tag{k.kind, k.stage, k.microbatch};
+    // Floating work that ran before the device's first action is drawn with it.
+    for (size_t i : pendingPrologue_[d]) tags_[i] = tag;
+    pendingPrologue_[d].clear();
+    for (size_t i : actions_[a].nodes) emit(i, now + 1, tag);
+    lastTag_[d] = tag;
+    busyUntil_[d] = now + 1;
+    auto &seq = sequence_[d];
+    seq.erase(std::find(seq.begin(), seq.end(), a));
+    ++started_;
+  }
+
+  /// The next action of an idle device's sequence if it is ready; relaxed,
+  /// the first ready action anywhere in the rest of its sequence.
+  size_t choose(uint32_t d, int64_t now, bool relaxed) const {
+    const auto &seq = sequence_[d];
+    for (size_t a : seq) {
+      if (actionReady(a, now)) return a;
+      if (!relaxed) break;
+    }
+    return SIZE_MAX;
+  }
+
+  void simulate() {
+    const size_t nd = st_.devices.size();
+    finish_.assign(nodes_.size(), kNever);
+    tags_.assign(nodes_.size(), {});
+    busyUntil_.assign(nd, 0);
+    buildSequences();
+    lastTag_.assign(nd, {});
+    pendingPrologue_.assign(nd, {});
+    // Leaves exist before the step.
+    for (const ir::Node *n : st_.topo)
+      if (!n->isOp()) emit(indexOf(n), 0, {});
+    size_t floatingTotal = 0;
+    for (const auto &f : floating_) floatingTotal += f.size();
+
+    int64_t now = 0;
+    for (;;) {
+      bool progress = true;
+      while (progress) {
+        progress = false;
+        for (uint32_t d = 0; d < nd; ++d) {
+          if (busyUntil_[d] > now) continue;
+          progress |= runFloating(d, now);
+          size_t a = choose(d, now, /*relaxed=*/false);
+          if (a != SIZE_MAX) {
+            startAction(d, a, now);
+            progress = true;
+          }
+        }
+      }
+      if (started_ == actions_.size() && order_.size() == nodes_.size()) break;
+      int64_t next = std::numeric_limits<int64_t>::max();
+      for (uint32_t d = 0; d < nd; ++d)
+        if (busyUntil_[d] > now) next = std::min(next, busyUntil_[d]);
+      if (next != std::numeric_limits<int64_t>::max()) {
+        now = next;
+        continue;
+      }
+      // Nothing runs and nothing will finish: relax the in-flight bounds.
+      bool moved = false;
+      for (uint32_t d = 0; d < nd && !moved; ++d) {
+        size_t a = choose(d, now, /*relaxed=*/true);
+        if (a != SIZE_MAX) {
+          startAction(d, a, now);
+          moved = true;
+        }
+      }
+      if (!moved)
+        throw InternalError("pipeline schedule '" + schedule_ + "' stalls with " +
+                            std::to_string(actions_.size() - started_) + " of " +
+                            std::to_string(actions_.size()) + " actions and " +
+                            std::to_string(nodes_.size() - order_.size()) +
+                            " nodes not scheduled (" + std::to_string(floatingTotal) +
+                            " floating)");
+    }
+    // Stages are numbered densely in pipeline order in the plan.
+    std::map<int, int32_t> dense;
+    for (const auto &[s, d] : stageDevice_) dense.emplace(s, int32_t(dense.size()));
+    st_.topo.clear();
+    for (size_t i : order_) {
+      ir::Node *n = nodes_[i].get();
+      st_.topo.push_back(n);
+      if (!n->isOp()) continue;
+      plan::Action tag = tags_[i];
+      if (tag.stage >= 0) tag.stage = dense.count(tag.stage) ? dense.at(tag.stage) : -1;
+      st_.actions[n] = tag;
+    }
+  }
+
+  static constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+  LoweringState &st_;
+  const std::vector<std::unique_ptr<ir::Node>> &nodes_;
+  std::string schedule_;
+  int64_t m_;
+  std::map<const ir::Node *, size_t> index_;
+  std::vector<std::vector<size_t>> preds_;
+  std::vector<size_t> topoPos_;
+  std::vector<int> mb_, stage_;
+  std::vector<plan::Action::Kind> kind_;
+  std::vector<SimAction> actions_;
+  std::map<size_t, size_t> actionOf_;
+  std::vector<std::vector<size_t>> floating_;
+  std::map<int, uint32_t> stageDevice_;
+  std::map<uint32_t, int> rank_;
+  int p_ = 0, v_ = 1;
+  std::vector<std::array<std::vector<size_t>, 2>> queues_;
+  // Simulation state.
+  std::vector<std::vector<size_t>> sequence_;
+  std::vector<int64_t> finish_, busyUntil_;
+  std::vector<plan::Action> tags_, lastTag_;
+  std::vector<std::vector<size_t>> pendingPrologue_;
+  std::vector<size_t> order_;
+  size_t started_ = 0;
+};
+
+} // namespace
+
+void orderNodesPipelined(LoweringState &st) { PipelineSimulator(st).run(); }
+
+} // namespace mpc::codegen
