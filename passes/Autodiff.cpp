@@ -13,7 +13,8 @@
 //   2. Seed the loss's gradient with fill(1.0) on the loss's device, named
 //      `<loss>.grad`.
 //   3. Visit the kept op nodes in reverse topological order. A value's
-//      gradient is the sum (add) of its consumers' contributions, built on the
+//      gradient is the sum (add) of its consumers' contributions, in the
+//      consumers' creation order, built on the
 //      value's own device and named `<value>.grad`; a contribution computed
 //      on another device is first copied there (with explicit forward copies
 //      this never happens: the copy rule already sends it back). The op's
@@ -62,8 +63,9 @@ public:
 
     // Step 2: the seed.
     Builder seed = builderFor(*loss, "");
-    contributions_[loss].push_back(seed.create(
-        ir::OpKind::Fill, {}, {{"value", 1.0}, {"shape", ir::Shape{}}}, loss->name + ".grad"));
+    contributions_[loss].push_back({loss->id, seed.create(ir::OpKind::Fill, {},
+                                                          {{"value", 1.0}, {"shape", ir::Shape{}}},
+                                                          loss->name + ".grad")});
 
     // Step 3.
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
@@ -96,7 +98,8 @@ public:
       for (size_t i = 0; i < grads.size(); ++i) {
         Node *operand = n->inputs[i];
         if (!grads[i] || !kept.count(operand)) continue;
-        contributions_[operand].push_back(b.reduceToShape(grads[i], operand->type.shape));
+        contributions_[operand].push_back(
+            {n->id, b.reduceToShape(grads[i], operand->type.shape)});
       }
     }
 
@@ -152,11 +155,17 @@ private:
     return n->id >= firstNewId_ && n->isOp() && !claimed_.count(n);
   }
 
-  /// The gradient of `v`: its contributions, moved to v's device and summed.
+  /// The gradient of `v`: its contributions, moved to v's device and summed
+  /// in the creation order of the consumers that made them. For a value used
+  /// by every micro-batch that is micro-batch order, so each micro-batch's
+  /// contribution is added (and freed) as soon as its backward has run.
   Node *total(Node *v) {
     auto it = contributions_.find(v);
     if (it == contributions_.end() || it->second.empty()) return nullptr;
-    std::vector<Node *> parts = it->second;
+    std::stable_sort(it->second.begin(), it->second.end(),
+                     [](const auto &a, const auto &b) { return a.first < b.first; });
+    std::vector<Node *> parts;
+    for (const auto &[consumer, part] : it->second) parts.push_back(part);
     Builder b = builderFor(*v, "");
     std::string want = v->name + ".grad";
     for (Node *&p : parts)
@@ -207,7 +216,8 @@ private:
   Graph &g_;
   PassContext &ctx_;
   int firstNewId_ = 0;
-  std::map<const Node *, std::vector<Node *>> contributions_;
+  /// Per value: (id of the consumer, its gradient contribution).
+  std::map<const Node *, std::vector<std::pair<int, Node *>>> contributions_;
   std::set<const Node *> claimed_;
 };
 

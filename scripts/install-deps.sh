@@ -12,6 +12,9 @@ packages=(
   libgtest-dev         # unit tests
   libbenchmark-dev     # bench/
   llvm-14-tools        # FileCheck, not, split-file, lit
+  python3-numpy python3-torch   # the PyTorch cross-checks (test/torch/)
+  graphviz             # dot, for pictures of graphs
+  openmpi-bin libopenmpi-dev    # mpirun and MPI for multi-process runs
 )
 
 missing=()

@@ -1,0 +1,149 @@
+//===- bench/PipelineBench.cpp - what pipelining buys ---------------------===//
+//
+// Google Benchmark programs for pipeline parallelism (docs/pipelining.md),
+// each with its baseline measured in the same run:
+//   * PipelinedMlpStep/M: a 4 x 1024 tanh MLP, batch 512, two balanced
+//     stages on 2 CPU devices (two layers each), mse, SGD; the step time
+//     with M micro-batches under 1F1B. Counters:
+//       speedup            unpipelined step time (M = 1, same devices) /
+//                          this step time; the ideal on 2 cores is
+//                          2M/(M+1) (1.78 for M = 8);
+//       bubble_predicted   the cost model's bubble (compile --stats);
+//       bubble_analytic    (p-1)/(M+p-1);
+//       bubble_measured    1 - T(one device, M = 1) / (p * this step time):
+//                          device time not spent on the one-device work.
+//   * StageZeroArena: an 8 x 256 tanh MLP, batch 4096, on p = 4 stages with
+//     M = 16 micro-batches (activations outweigh the weights, as where
+//     pipelining is used); the peak arena of stage 0 under 1F1B / under
+//     GPipe (compile-time figures, no timing).
+// Run: cmake --build build --target mpc-pipeline-bench &&
+//      build/bench/mpc-pipeline-bench
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/Lower.h"
+#include "runtime/Executor.h"
+#include "test/CompileModel.h"
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <random>
+#include <sstream>
+
+namespace {
+
+using namespace mpc;
+using Clock = std::chrono::steady_clock;
+
+/// A chain of `layers` dense tanh layers of width `width`, layer l on device
+/// group "s<l * stages / layers>", mse loss, SGD.
+std::string mlpJson(int batch, int width, int layers, int stages) {
+  std::ostringstream os;
+  os << R"({"mpc": 1, "name": "mlp", "inputs": {"x": {"shape": [)" << batch << "," << width
+     << R"(]}, "y": {"shape": [)" << batch << "," << width << R"(]}}, "params": {)";
+  auto group = [&](int l) { return "s" + std::to_string(l * stages / layers); };
+  for (int l = 0; l < layers; ++l)
+    os << (l ? "," : "") << "\"w" << l << R"(": {"shape": [)" << width << "," << width
+       << R"(], "init": {"xavier": {"magnitude": 1.0}}, "device": ")" << group(l) << "\"}";
+  os << R"(}, "nodes": [)";
+  std::string in = "x";
+  for (int l = 0; l < layers; ++l) {
+    std::string h = "h" + std::to_string(l), a = "a" + std::to_string(l);
+    os << (l ? "," : "") << R"({"name": ")" << h << R"(", "op": "matmul", "inputs": [")" << in
+       << R"(", "w)" << l << R"("], "device": ")" << group(l) << "\"},"
+       << R"({"name": ")" << a << R"(", "op": "tanh", "inputs": [")" << h << "\"]}";
+    in = a;
+  }
+  os << R"(,{"name": "loss", "op": "mse_loss", "inputs": [")" << in << R"(", "y"]}],)"
+     << R"("loss": "loss", "optimizer": {"sgd": {"lr": 0.001}}})";
+  return os.str();
+}
+
+struct Compiled {
+  std::unique_ptr<ir::Graph> graph;
+  plan::Plan plan;
+};
+
+Compiled compile(const std::string &json, int64_t microbatches, const std::string &schedule,
+                 std::map<std::string, std::string> groupMap = {}) {
+  passes::PassOptions options;
+  options.microbatches = microbatches;
+  options.schedule = schedule;
+  options.groupMap = std::move(groupMap);
+  Compiled c;
+  c.graph = test::compileGraph(json, options);
+  c.plan = codegen::lowerToPlan(*c.graph, codegen::LowerOptions{0});
+  return c;
+}
+
+void fillInputs(runtime::Executor &ex) {
+  std::mt19937 rng(0);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (const plan::TensorRef &t : ex.plan().inputs) {
+    std::vector<float> v(size_t(t.numElements()));
+    for (float &x : v) x = u(rng);
+    ex.write(t, v.data(), v.size() * 4);
+  }
+}
+
+double secondsPerStep(runtime::Executor &ex, double minSeconds) {
+  ex.step();
+  int64_t n = 0;
+  auto start = Clock::now();
+  double el = 0;
+  do {
+    ex.step();
+    ++n;
+    el = std::chrono::duration<double>(Clock::now() - start).count();
+  } while (el < minSeconds);
+  return el / double(n);
+}
+
+constexpr int kBatch = 512, kWidth = 1024, kLayers = 4;
+
+void PipelinedMlpStep(benchmark::State &state) {
+  const int64_t m = state.range(0);
+  const std::string json = mlpJson(kBatch, kWidth, kLayers, 2);
+  runtime::Executor one(compile(json, 1, "1f1b", {{"s0", "cpu:0"}, {"s1", "cpu:0"}}).plan);
+  fillInputs(one);
+  double oneDevice = secondsPerStep(one, 1.0);
+  runtime::Executor flat(compile(json, 1, "1f1b").plan);
+  fillInputs(flat);
+  double unpipelined = secondsPerStep(flat, 1.0);
+
+  Compiled c = compile(json, m, "1f1b");
+  codegen::PipelineCost cost = codegen::predictPipelineCost(*c.graph, c.plan);
+  runtime::Executor ex(std::move(c.plan));
+  fillInputs(ex);
+  ex.step();
+  auto start = Clock::now();
+  for (auto _ : state) ex.step();
+  double perStep =
+      std::chrono::duration<double>(Clock::now() - start).count() / double(state.iterations());
+  const double p = 2;
+  state.counters["ms/step"] = perStep * 1e3;
+  state.counters["unpipelined_ms"] = unpipelined * 1e3;
+  state.counters["speedup"] = unpipelined / perStep;
+  state.counters["bubble_measured"] = 1.0 - oneDevice / (p * perStep);
+  state.counters["bubble_predicted"] = cost.predictedBubble;
+  state.counters["bubble_analytic"] = (p - 1) / (double(m) + p - 1);
+}
+BENCHMARK(PipelinedMlpStep)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)
+    ->UseRealTime()->MinTime(2.0);
+
+void StageZeroArena(benchmark::State &state) {
+  const std::string json = mlpJson(4096, 256, 8, 4);
+  uint64_t ofob = 0, gpipe = 0;
+  for (auto _ : state) {
+    ofob = compile(json, 16, "1f1b").plan.devices[0].arenaBytes;
+    gpipe = compile(json, 16, "gpipe").plan.devices[0].arenaBytes;
+  }
+  state.counters["1f1b_KiB"] = double(ofob) / 1024;
+  state.counters["gpipe_KiB"] = double(gpipe) / 1024;
+  state.counters["1f1b_vs_gpipe"] = double(ofob) / double(gpipe);
+}
+BENCHMARK(StageZeroArena)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+} // namespace
+
+BENCHMARK_MAIN();
