@@ -61,9 +61,12 @@ std::string mlpJson(int width, int batch) {
   return s;
 }
 
-plan::Plan compileFor(const std::string &json, std::vector<std::string> devices) {
+plan::Plan compileFor(const std::string &json, std::vector<std::string> devices,
+                      int64_t microbatches = 1, const std::string &schedule = "1f1b") {
   passes::PassOptions options;
   options.devices = std::move(devices);
+  options.microbatches = microbatches;
+  options.schedule = schedule;
   return test::compileModel(json, std::move(options), /*seed=*/7);
 }
 
@@ -146,8 +149,9 @@ void expectSameParams(const plan::Plan &p, const Trained &gpu, const Trained &cp
     EXPECT_LE(test::relDiff(gpu.losses[i], cpu.losses[i]), 1e-4) << "loss " << i;
 }
 
-void trainBothAndCompare(const std::string &json, int steps, const CudaOptions *opts = nullptr) {
-  plan::Plan p = compileFor(json, {"gpu:0", "gpu:1", "gpu:2"});
+void trainBothAndCompare(const std::string &json, int steps, const CudaOptions *opts = nullptr,
+                         int64_t microbatches = 1, const std::string &schedule = "1f1b") {
+  plan::Plan p = compileFor(json, {"gpu:0", "gpu:1", "gpu:2"}, microbatches, schedule);
   ASSERT_EQ(p.devices.size(), 3u);
   auto batches = makeBatches(p, 4);
   CudaOptions options = opts ? *opts : allOnGpu0(p);
@@ -162,12 +166,13 @@ void trainBothAndCompare(const std::string &json, int steps, const CudaOptions *
   EXPECT_NE(gpu.losses.front(), gpu.losses.back());
 }
 
-// Runs everywhere: the models of the GPU tests compile for gpu:0..2 and the
-// CPU runtime (which runs gpu:N devices as CPU workers) trains them, so a GPU
-// failure below is the CUDA runtime's, not the test's.
+// Runs everywhere: the models of the GPU tests compile for gpu:0..2 (here
+// pipelined, 4 micro-batches) and the CPU runtime (which runs gpu:N devices
+// as CPU workers) trains them, so a GPU failure below is the CUDA runtime's,
+// not the test's.
 TEST(CudaTrainingSetup, ModelsCompileForThreeGpuDevicesAndTrainOnTheCpuRuntime) {
   for (const std::string &json : {std::string(test::seedModelJson()), mlpJson(96, 64)}) {
-    plan::Plan p = compileFor(json, {"gpu:0", "gpu:1", "gpu:2"});
+    plan::Plan p = compileFor(json, {"gpu:0", "gpu:1", "gpu:2"}, /*microbatches=*/4);
     ASSERT_EQ(p.devices.size(), 3u);
     EXPECT_TRUE(planUsesGpu(p));
     Executor exec(p);
@@ -185,6 +190,16 @@ TEST(CudaTraining, SeedModelOnThreeDevicesMatchesCpuRuntime) {
 TEST(CudaTraining, MlpOnThreeDevicesMatchesCpuRuntime) {
   MPC_REQUIRE_GPU();
   trainBothAndCompare(mlpJson(96, 64), 30);
+}
+
+// Pipelined plans are ordinary instruction lists (slices, concats, the
+// schedule's order): the CUDA runtime runs them like any other plan.
+TEST(CudaTraining, PipelinedMlpMatchesCpuRuntimeUnderEverySchedule) {
+  MPC_REQUIRE_GPU();
+  for (const char *schedule : {"gpipe", "1f1b", "interleaved-1f1b"}) {
+    SCOPED_TRACE(schedule);
+    trainBothAndCompare(mlpJson(96, 64), 30, nullptr, 4, schedule);
+  }
 }
 
 TEST(CudaTraining, MlpOnThreeGpusWithNcclMatchesCpuRuntime) {
