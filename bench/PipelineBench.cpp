@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Lower.h"
+#include "bench/BenchUtil.h"
 #include "runtime/Executor.h"
 #include "test/CompileModel.h"
 
@@ -33,7 +34,9 @@
 namespace {
 
 using namespace mpc;
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::fillInputs;
+using bench::secondsPerStep;
 
 /// A chain of `layers` dense tanh layers of width `width`, layer l on device
 /// group "s<l * stages / layers>", mse loss, SGD.
@@ -74,29 +77,6 @@ Compiled compile(const std::string &json, int64_t microbatches, const std::strin
   c.graph = test::compileGraph(json, options);
   c.plan = codegen::lowerToPlan(*c.graph, codegen::LowerOptions{0});
   return c;
-}
-
-void fillInputs(runtime::Executor &ex) {
-  std::mt19937 rng(0);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  for (const plan::TensorRef &t : ex.plan().inputs) {
-    std::vector<float> v(size_t(t.numElements()));
-    for (float &x : v) x = u(rng);
-    ex.write(t, v.data(), v.size() * 4);
-  }
-}
-
-double secondsPerStep(runtime::Executor &ex, double minSeconds) {
-  ex.step();
-  int64_t n = 0;
-  auto start = Clock::now();
-  double el = 0;
-  do {
-    ex.step();
-    ++n;
-    el = std::chrono::duration<double>(Clock::now() - start).count();
-  } while (el < minSeconds);
-  return el / double(n);
 }
 
 constexpr int kBatch = 512, kWidth = 1024, kLayers = 4;

@@ -19,6 +19,7 @@
 // See docs/runtime.md for how to run it and the recorded figures.
 //
 //===----------------------------------------------------------------------===//
+#include "bench/BenchUtil.h"
 #include "runtime/Executor.h"
 #include "support/FileIO.h"
 #include "test/CompileModel.h"
@@ -33,37 +34,15 @@
 namespace {
 
 using namespace mpc;
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::fillInputs;
+using bench::secondsPerStep;
 
 plan::Plan compileJson(const std::string &json,
                        std::map<std::string, std::string> groupMap = {}) {
   passes::PassOptions options;
   options.groupMap = std::move(groupMap);
   return test::compileModel(json, std::move(options));
-}
-
-void fillInputs(runtime::Executor &ex) {
-  std::mt19937 rng(0);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  for (const plan::TensorRef &t : ex.plan().inputs) {
-    std::vector<float> v(size_t(t.numElements()));
-    for (float &x : v) x = u(rng);
-    ex.write(t, v.data(), v.size() * 4);
-  }
-}
-
-/// Seconds per step of `ex`, over at least `minSeconds`.
-double secondsPerStep(runtime::Executor &ex, double minSeconds) {
-  ex.step();
-  int64_t n = 0;
-  auto start = Clock::now();
-  double el = 0;
-  do {
-    ex.step();
-    ++n;
-    el = std::chrono::duration<double>(Clock::now() - start).count();
-  } while (el < minSeconds);
-  return el / double(n);
 }
 
 void runSteps(benchmark::State &state, runtime::Executor &ex) {

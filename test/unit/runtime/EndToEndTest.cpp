@@ -23,6 +23,7 @@
 #include "support/FileIO.h"
 #include "test/unit/ir/OpCases.h"
 #include "test/CompileModel.h"
+#include "test/unit/runtime/Batches.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -35,6 +36,8 @@ namespace mpc::runtime {
 namespace {
 
 using ir::opcases::errorOf;
+using testbatch::feed;
+using testbatch::inputsFor;
 
 std::string seedModelJson() {
   return readFileText(std::string(MPC_SOURCE_DIR) + "/examples/regression3/model.json");
@@ -166,40 +169,6 @@ Compiled compile(const std::string &json, std::map<std::string, std::string> gro
   return c;
 }
 
-/// Deterministic float32-exact data for the step-th batch of input `t`.
-ir::RefTensor batchFor(const plan::TensorRef &t, int step) {
-  ir::RefTensor r(t.shape);
-  std::mt19937_64 rng(uint64_t(step) * 7919 + std::hash<std::string>{}(t.name) % 1000);
-  for (double &v : r.data) {
-    if (t.dtype == plan::DType::I32) v = double(rng() % 3);
-    else v = double(float(double(rng() >> 11) * 0x1.0p-53 * 4.0 - 2.0));
-  }
-  return r;
-}
-
-void feed(Executor &ex, const std::map<std::string, ir::RefTensor> &inputs) {
-  for (const auto &[name, r] : inputs) {
-    const plan::TensorRef *t = ex.findInput(name);
-    ASSERT_NE(t, nullptr) << name;
-    std::vector<uint8_t> bytes(r.data.size() * 4);
-    for (size_t i = 0; i < r.data.size(); ++i) {
-      if (t->dtype == plan::DType::F32) {
-        float v = float(r.data[i]);
-        std::memcpy(bytes.data() + 4 * i, &v, 4);
-      } else {
-        int32_t v = int32_t(r.data[i]);
-        std::memcpy(bytes.data() + 4 * i, &v, 4);
-      }
-    }
-    ex.write(*t, bytes.data(), bytes.size());
-  }
-}
-
-std::map<std::string, ir::RefTensor> inputsFor(const plan::Plan &p, int step) {
-  std::map<std::string, ir::RefTensor> in;
-  for (const plan::TensorRef &t : p.inputs) in[t.name] = batchFor(t, step);
-  return in;
-}
 
 /// 1e-5, Glow's min of absolute and relative error. A random model whose
 /// training diverges (values beyond 1e6: random model 179 reaches 1e24 in

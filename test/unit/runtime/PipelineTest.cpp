@@ -24,11 +24,11 @@
 #include "support/Error.h"
 #include "test/CompileModel.h"
 #include "test/unit/ir/OpCases.h"
+#include "test/unit/runtime/Batches.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <cstring>
 #include <random>
 #include <set>
 
@@ -103,37 +103,6 @@ Compiled compile(const json &model, int64_t microbatches, const std::string &sch
   return c;
 }
 
-std::map<std::string, ir::RefTensor> batch(const plan::Plan &p, int step) {
-  std::map<std::string, ir::RefTensor> in;
-  for (const plan::TensorRef &t : p.inputs) {
-    ir::RefTensor r(t.shape);
-    std::mt19937_64 rng(uint64_t(step) * 7919 + (t.name == "x" ? 1 : 2));
-    for (double &v : r.data)
-      v = t.dtype == plan::DType::I32 ? double(rng() % 3)
-                                      : double(float(double(rng() >> 11) * 0x1.0p-53 * 4 - 2));
-    in[t.name] = r;
-  }
-  return in;
-}
-
-void feed(Executor &ex, const std::map<std::string, ir::RefTensor> &inputs) {
-  for (const auto &[name, r] : inputs) {
-    const plan::TensorRef *t = ex.findInput(name);
-    ASSERT_NE(t, nullptr) << name;
-    std::vector<uint8_t> bytes(r.data.size() * 4);
-    for (size_t i = 0; i < r.data.size(); ++i) {
-      if (t->dtype == plan::DType::F32) {
-        float v = float(r.data[i]);
-        std::memcpy(bytes.data() + 4 * i, &v, 4);
-      } else {
-        int32_t v = int32_t(r.data[i]);
-        std::memcpy(bytes.data() + 4 * i, &v, 4);
-      }
-    }
-    ex.write(*t, bytes.data(), bytes.size());
-  }
-}
-
 std::vector<float> readNamed(Executor &ex, const std::vector<plan::TensorRef> &refs,
                              const std::string &name) {
   for (const plan::TensorRef &t : refs)
@@ -164,9 +133,9 @@ void expectSameTraining(const json &model, int64_t m, const std::string &schedul
   ir::Interpreter interp(*ref.graph, 0);
   Executor a(ref.plan), b(pip.plan);
   for (int s = 0; s < steps; ++s) {
-    auto in = batch(ref.plan, s);
-    feed(a, in);
-    feed(b, in);
+    auto in = testbatch::inputsFor(ref.plan, s);
+    testbatch::feed(a, in);
+    testbatch::feed(b, in);
     a.step();
     b.step();
     double want = interp.step(in).at("loss").data[0];
