@@ -158,19 +158,48 @@ CheckpointInfo decodeInfo(const std::string &file, const std::map<std::string, s
 
 } // namespace
 
-std::string describeOptimizer(const plan::Optimizer &opt) {
-  if (opt.kind.empty()) return "none";
-  std::string s = opt.kind;
-  for (const auto &[k, v] : opt.hyper) {
-    // The shortest decimal that reads back as the same double.
-    char buf[40];
-    for (int digits = 6; digits <= 17; ++digits) {
-      std::snprintf(buf, sizeof buf, "%.*g", digits, v);
-      if (std::strtod(buf, nullptr) == v) break;
-    }
-    s += " " + k + "=" + buf;
+namespace {
+
+/// The shortest decimal that reads back as the same double.
+std::string shortest(double v) {
+  char buf[40];
+  for (int digits = 6; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
   }
-  return s;
+  return buf;
+}
+
+std::string attrText(const plan::AttrValue &v) {
+  if (const bool *b = std::get_if<bool>(&v)) return *b ? "true" : "false";
+  if (const int64_t *i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  if (const double *d = std::get_if<double>(&v)) return shortest(*d);
+  if (const std::string *s = std::get_if<std::string>(&v)) return *s;
+  std::string s = "[";
+  for (int64_t x : std::get<std::vector<int64_t>>(v)) s += (s.size() > 1 ? "," : "") + std::to_string(x);
+  return s + "]";
+}
+
+} // namespace
+
+std::string describeOptimizer(const plan::Plan &plan) {
+  // The update instructions' attributes are what the kernels use (the plan's
+  // `optimizer` map is a display copy), so they define the optimizer. Distinct
+  // settings are listed once each, in plan order.
+  std::vector<std::string> settings;
+  for (const plan::DeviceProgram &d : plan.devices)
+    for (const plan::Instr &in : d.instrs) {
+      if (in.kind != plan::InstrKind::Kernel || in.op.size() < 7 ||
+          in.op.compare(in.op.size() - 7, 7, "_update") != 0)
+        continue;
+      std::string s = in.op.substr(0, in.op.size() - 7);
+      for (const auto &[k, v] : in.attrs) s += " " + k + "=" + attrText(v);
+      if (std::find(settings.begin(), settings.end(), s) == settings.end()) settings.push_back(s);
+    }
+  if (settings.empty()) return "none";
+  std::string out;
+  for (const std::string &s : settings) out += (out.empty() ? "" : "; ") + s;
+  return out;
 }
 
 std::vector<NamedTensor> readTensors(Executor &ex, const std::vector<plan::TensorRef> &refs) {
@@ -265,7 +294,7 @@ ResumeCheck restoreCheckpoint(Executor &ex, const Checkpoint &ckpt, uint64_t pla
     throw UserError(file, "", "checkpoint of another model: its parameters differ from the plan's: " +
                                   joinDiffs(paramDiffs));
   std::vector<std::string> stateDiffs = compareTensors(p.states, states);
-  std::string planOpt = describeOptimizer(p.optimizer);
+  std::string planOpt = describeOptimizer(p);
   bool optimizerDiffers = planOpt != ckpt.info.optimizer || !stateDiffs.empty();
   ResumeCheck check;
   if (planChecksum != ckpt.info.planChecksum || optimizerDiffers) {

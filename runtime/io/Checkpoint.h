@@ -54,9 +54,11 @@ struct Checkpoint {
   CheckpointInfo info;              ///< valid when resumable
 };
 
-/// "adam beta1=0.9 beta2=0.999 eps=1e-08 lr=0.001 weight_decay=0": the
-/// optimizer of a plan as one comparable string ("none" without one).
-std::string describeOptimizer(const plan::Optimizer &opt);
+/// "adam beta1=0.9 beta2=0.999 decoupled=false eps=1e-08 lr=0.001
+/// weight_decay=0": the optimizer of a plan as one comparable string, from
+/// its update instructions' attributes ("none" without one; distinct
+/// settings joined by "; ").
+std::string describeOptimizer(const plan::Plan &plan);
 
 /// Reads tensors `refs` from the executor, named as in the plan.
 std::vector<NamedTensor> readTensors(Executor &ex, const std::vector<plan::TensorRef> &refs);

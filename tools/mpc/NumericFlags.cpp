@@ -27,8 +27,12 @@ const CLI::Validator &positiveInteger() {
       [](std::string &text) -> std::string {
         uint64_t n = 0;
         if (decimalAtMost(text, uint64_t(INT64_MAX), n) && n >= 1) return "";
-        return "must be a positive integer (at most " + std::to_string(INT64_MAX) + "), got '" +
-               text + "'";
+        // All digits, not zero: only too large.
+        bool digits = text.find_first_not_of("0123456789") == std::string::npos;
+        if (digits && text.find_first_not_of('0') != std::string::npos)
+          return "must be a positive integer at most " + std::to_string(INT64_MAX) + ", got '" +
+                 text + "'";
+        return "must be a positive integer, got '" + text + "'";
       },
       "INT>0");
   return v;

@@ -185,7 +185,7 @@ void run(const RunArgs &args) {
   io::CheckpointInfo &info = loop.info;
   info.planChecksum = checksum;
   info.model = p.model;
-  info.optimizer = io::describeOptimizer(p.optimizer);
+  info.optimizer = io::describeOptimizer(p);
   info.version = MPC_VERSION;
   for (const plan::TensorRef &s : p.states) info.states.push_back(s.name);
   info.position.batchesPerEpoch = batchesPerEpoch;
