@@ -165,6 +165,13 @@ std::map<std::string, ir::RefTensor> inputsFor(const plan::Plan &p, int step) {
   return in;
 }
 
+/// 1e-5, Glow's min of absolute and relative error. A random model whose
+/// training diverges (values beyond 1e6: random model 179 reaches 1e24 in
+/// three steps) compounds float32 rounding in each of its exploding terms,
+/// and how much depends on the BLAS kernel the machine picks; such values
+/// are held to 1e-4.
+double toleranceFor(double want) { return std::abs(want) > 1e6 ? 1e-4 : 1e-5; }
+
 void checkAgainstInterpreter(const std::string &json, int steps) {
   Compiled c = compile(json);
   ASSERT_TRUE(c.plan.hasLoss);
@@ -182,14 +189,15 @@ void checkAgainstInterpreter(const std::string &json, int steps) {
     ex.step();
     std::map<std::string, ir::RefTensor> values = interp.step(in);
     double want = values.at(c.plan.loss.name).data[0];
-    EXPECT_LE(errorOf(ex.loss(), want), 1e-5) << "step " << s << ": " << ex.loss() << " vs " << want;
+    EXPECT_LE(errorOf(ex.loss(), want), toleranceFor(want))
+        << "step " << s << ": " << ex.loss() << " vs " << want;
   }
   for (const plan::TensorRef &t : c.plan.params) {
     std::vector<float> got = ex.readFloats(t);
     const ir::RefTensor &want = interp.persistent().at(t.name);
     ASSERT_EQ(got.size(), want.data.size());
     for (size_t i = 0; i < got.size(); ++i)
-      EXPECT_LE(errorOf(got[i], want.data[i]), 1e-5)
+      EXPECT_LE(errorOf(got[i], want.data[i]), toleranceFor(want.data[i]))
           << t.name << "[" << i << "]: " << got[i] << " vs " << want.data[i];
   }
 }
