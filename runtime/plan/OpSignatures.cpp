@@ -108,7 +108,7 @@ std::vector<std::pair<std::string, std::string>> checkKernel(const Instr &in,
       attrsOk = false;
     } else if (!hasKind(it->second, kind)) {
       out.emplace_back(std::string("/attrs/") + name,
-                       "attribute '" + name + "' of '" + in.op + "' must be " + kindName(kind));
+                       std::string("attribute '") + name + "' of '" + in.op + "' must be " + kindName(kind));
       attrsOk = false;
     }
   }

@@ -14,6 +14,8 @@
 #include "runtime/plan/PlanFormat.h"
 #include "runtime/plan/PlanIO.h"
 #include "support/Error.h"
+#include "support/FileIO.h"
+#include "test/CompileModel.h"
 #include "test/unit/codegen/TestGraphs.h"
 
 #include <gtest/gtest.h>
@@ -316,6 +318,12 @@ TEST(PlanFile, BrokenCrossReferencesAreRejectedByTheVerifier) {
             std::string::npos);
 }
 
+/// The seed example (examples/regression3: Adam, three devices) as plan.bin.
+std::vector<uint8_t> examplePlanBytes() {
+  std::string json = readFileText(std::string(MPC_SOURCE_DIR) + "/examples/regression3/model.json");
+  return plan::serializePlan(test::compileModel(json));
+}
+
 /// Where the first kernel `op` of the plan lies: (device, instruction).
 std::pair<size_t, size_t> findKernel(const json &meta, const std::string &op) {
   for (size_t d = 0; d < meta["devices"].size(); ++d)
@@ -338,7 +346,7 @@ size_t findBuffer(const json &meta, size_t d, const std::string &name) {
 // verifier's op and buffer checks (docs/plan-format.md, "What the reader
 // checks"), including the crafted plans of the checkpoint issue.
 TEST(PlanVerifier, RejectsOverlappingPersistentBuffers) {
-  std::vector<uint8_t> f = seedPlanBytes();
+  std::vector<uint8_t> f = examplePlanBytes();
   json m = decodeMeta(f);
   size_t d = size_t(m["params"][1]["device"]); // b0
   size_t step = findBuffer(m, d, "b0.adam.step"), v = findBuffer(m, d, "b0.adam.v");
@@ -350,7 +358,7 @@ TEST(PlanVerifier, RejectsOverlappingPersistentBuffers) {
 }
 
 TEST(PlanVerifier, RejectsMissingAndMistypedAttributes) {
-  std::vector<uint8_t> f = seedPlanBytes();
+  std::vector<uint8_t> f = examplePlanBytes();
   json meta = decodeMeta(f);
   auto expectError = [&](const json &m, const std::string &want) {
     std::string err = parseError(withMeta(f, m));
@@ -376,7 +384,7 @@ TEST(PlanVerifier, RejectsMissingAndMistypedAttributes) {
 }
 
 TEST(PlanVerifier, RejectsShapesThatBreakTheOpRule) {
-  std::vector<uint8_t> f = seedPlanBytes();
+  std::vector<uint8_t> f = examplePlanBytes();
   json meta = decodeMeta(f);
   auto expectError = [&](const json &m, const std::string &want) {
     std::string err = parseError(withMeta(f, m));
@@ -398,7 +406,7 @@ TEST(PlanVerifier, RejectsShapesThatBreakTheOpRule) {
 }
 
 TEST(PlanFile, MessagesEscapeNonUtf8Bytes) {
-  std::vector<uint8_t> f = seedPlanBytes();
+  std::vector<uint8_t> f = examplePlanBytes();
   json m = decodeMeta(f);
   m["devices"][0]["instrs"][0]["kind"] = std::string("kerne\xa1");
   EXPECT_EQ(parseError(withMeta(f, m)),
@@ -448,7 +456,9 @@ plan::Plan twoDevicePlan() {
 
 plan::Instr kernel(std::vector<uint32_t> in, uint32_t out) {
   plan::Instr i;
-  i.op = "relu";
+  // A kernel of the right arity with its attributes (the verifier checks them).
+  i.op = in.empty() ? "fill" : "relu";
+  if (in.empty()) i.attrs = {{"value", 0.0}, {"shape", std::vector<int64_t>{4}}};
   i.inputs = std::move(in);
   i.output = out;
   return i;
