@@ -13,6 +13,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "support/StringUtil.h"
+
 #include <stdexcept>
 #include <string>
 
@@ -30,7 +32,8 @@ public:
   const std::string &where() const { return where_; }
   const std::string &message() const { return message_; }
 
-  /// "FILE: error: WHERE: MESSAGE", dropping empty parts.
+  /// "FILE: error: WHERE: MESSAGE", dropping empty parts, with non-printable
+  /// and non-UTF-8 bytes escaped (they come from untrusted files).
   static std::string format(const std::string &file, const std::string &where,
                             const std::string &message) {
     std::string out;
@@ -38,7 +41,7 @@ public:
     out += "error: ";
     if (!where.empty()) out += where + ": ";
     out += message;
-    return out;
+    return escapeForMessage(out);
   }
 
 private:

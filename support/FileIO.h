@@ -1,8 +1,14 @@
-//===- support/FileIO.h - bounded reads and atomic writes ---------------===//
+//===- support/FileIO.h - bounded reads and crash-safe writes -----------===//
 //
-// Every file mpc writes (-o outputs, checkpoints, npy outputs) is written to a
-// temporary file beside the target and renamed into place, so an interrupted
-// or failed command never leaves a half-written file behind.
+// Every file mpc writes (-o outputs, checkpoints, npy outputs) replaces its
+// target atomically: a reader, or a later run after a kill at any instant,
+// sees either the old file or the complete new one, never a torn file, and
+// no temporary file is left behind by a completed or failed write. How (see
+// FileIO.cpp): the bytes go into an unnamed file in the target's folder
+// (O_TMPFILE), are fsynced, then get a temporary name (linkat) that is
+// renamed over the target, and the folder is fsynced. Only a kill between
+// linkat and rename can leave a named temporary (TARGET.tmp.PID); the next
+// write of the same target removes it once its process is gone.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -20,12 +26,21 @@ std::vector<uint8_t> readFileBytes(const std::string &path,
 std::string readFileText(const std::string &path,
                          uint64_t maxBytes = uint64_t(1) << 30);
 
-/// Writes `size` bytes to `path` atomically (temp file in the same folder,
-/// fsync, rename). Throws UserError naming the file on failure; the target is
-/// left untouched then.
+/// Writes `size` bytes to `path` atomically and durably (file and folder
+/// fsynced before returning). Removes stale temporaries of `path` left by
+/// killed processes first. Throws UserError naming the file on failure; the
+/// target is left untouched then, and no temporary remains.
 void writeFileAtomic(const std::string &path, const void *data, size_t size);
 inline void writeFileAtomic(const std::string &path, const std::string &text) {
   writeFileAtomic(path, text.data(), text.size());
 }
+
+/// The name a write of `path` by process `pid` uses for the instant between
+/// naming its data and renaming it into place: "PATH.tmp.PID".
+std::string atomicTempName(const std::string &path, long pid);
+
+/// Removes "PATH.tmp.PID" files in `path`'s folder whose process no longer
+/// exists (left by a kill during a write); returns the paths removed.
+std::vector<std::string> removeStaleTemporaries(const std::string &path);
 
 } // namespace mpc

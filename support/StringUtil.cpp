@@ -1,7 +1,8 @@
-//===- support/StringUtil.cpp - "did you mean" suggestions --------------===//
+//===- support/StringUtil.cpp - strings in diagnostics -------------------===//
 #include "support/StringUtil.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace mpc {
 
@@ -26,6 +27,50 @@ std::string closestMatch(std::string_view word, const std::vector<std::string> &
     if (d < bestDist) bestDist = d, best = &c;
   }
   return best ? *best : std::string();
+}
+
+namespace {
+/// Length of the valid UTF-8 sequence starting at s[i] (1 to 4), or 0.
+size_t utf8Length(std::string_view s, size_t i) {
+  auto cont = [&](size_t k) { return i + k < s.size() && (uint8_t(s[i + k]) & 0xC0) == 0x80; };
+  uint8_t c = uint8_t(s[i]);
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (!cont(1) || !cont(2)) return 0;
+    uint8_t c1 = uint8_t(s[i + 1]);
+    if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F)) return 0; // overlong, surrogate
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (!cont(1) || !cont(2) || !cont(3)) return 0;
+    uint8_t c1 = uint8_t(s[i + 1]);
+    if ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 > 0x8F)) return 0; // overlong, > U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+} // namespace
+
+std::string escapeForMessage(std::string_view text) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    uint8_t c = uint8_t(text[i]);
+    size_t n = utf8Length(text, i);
+    // Newlines separate a diagnostic's note lines; every other control byte is escaped.
+    if (n == 0 || (n == 1 && ((c < 0x20 && c != '\n') || c == 0x7F))) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+      ++i;
+      continue;
+    }
+    out.append(text.substr(i, n));
+    i += n;
+  }
+  return out;
 }
 
 } // namespace mpc

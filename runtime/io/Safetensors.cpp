@@ -4,7 +4,8 @@
 // fits the file and a 100 MB cap, the header is a JSON object, every entry
 // has a known dtype, a non-negative shape and data_offsets whose size matches
 // the shape, and the sorted regions cover the data buffer with no gap and no
-// overlap.
+// overlap. Keys must be unique in every object (the JSON parser alone would
+// keep the last of two equal keys).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/io/Safetensors.h"
@@ -13,6 +14,7 @@
 #include "support/FileIO.h"
 
 #include <algorithm>
+#include <set>
 #include <nlohmann/json.hpp>
 
 namespace mpc::runtime::io {
@@ -22,18 +24,50 @@ constexpr uint64_t kMaxHeader = uint64_t(100) << 20;
 constexpr int64_t kMaxElements = int64_t(1) << 40;
 } // namespace
 
-std::vector<NamedTensor> parseSafetensors(const uint8_t *data, size_t size,
-                                          const std::string &file) {
+namespace {
+
+/// Finds the first key repeated inside one JSON object, at any depth: the
+/// format forbids duplicates, and nlohmann's parser would keep the last one.
+struct DuplicateKeyFinder {
+  std::vector<std::set<std::string>> open; ///< keys seen in each open object
+  std::string duplicate;
+  bool found = false;
+
+  bool operator()(int, nlohmann::json::parse_event_t event, nlohmann::json &parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (event == E::object_start) open.emplace_back();
+    else if (event == E::object_end && !open.empty()) open.pop_back();
+    else if (event == E::key && !open.empty() && !found &&
+             !open.back().insert(parsed.get<std::string>()).second) {
+      found = true;
+      duplicate = parsed.get<std::string>();
+    }
+    return true;
+  }
+};
+
+} // namespace
+
+SafetensorsFile parseSafetensorsFile(const uint8_t *data, size_t size, const std::string &file) {
   if (size < 8) throw UserError(file, "", "not a safetensors file (shorter than 8 bytes)");
   uint64_t hlen = 0;
   for (int i = 8; i-- > 0;) hlen = (hlen << 8) | data[i];
   if (hlen > kMaxHeader || hlen > size - 8)
     throw UserError(file, "header", "header length " + std::to_string(hlen) +
                                         " exceeds the file or the 100 MB limit");
-  nlohmann::json header = nlohmann::json::parse(data + 8, data + 8 + hlen, nullptr,
-                                                /*allow_exceptions=*/false);
+  DuplicateKeyFinder dups;
+  nlohmann::json header = nlohmann::json::parse(
+      data + 8, data + 8 + hlen,
+      [&dups](int depth, nlohmann::json::parse_event_t event, nlohmann::json &parsed) {
+        return dups(depth, event, parsed);
+      },
+      /*allow_exceptions=*/false);
   if (header.is_discarded()) throw UserError(file, "header", "header is not valid JSON");
   if (!header.is_object()) throw UserError(file, "header", "header is not a JSON object");
+  if (dups.found)
+    throw UserError(file, "header", "duplicate key '" + dups.duplicate +
+                                        "' (the format requires unique names)");
+  SafetensorsFile result;
   const uint8_t *body = data + 8 + hlen;
   uint64_t bodySize = size - 8 - hlen;
 
@@ -44,9 +78,11 @@ std::vector<NamedTensor> parseSafetensors(const uint8_t *data, size_t size,
     if (name == "__metadata__") {
       if (!it.value().is_object())
         throw UserError(file, "__metadata__", "metadata must be an object of strings");
-      for (auto m = it.value().begin(); m != it.value().end(); ++m)
+      for (auto m = it.value().begin(); m != it.value().end(); ++m) {
         if (!m.value().is_string())
           throw UserError(file, "__metadata__", "metadata value '" + m.key() + "' is not a string");
+        result.metadata[m.key()] = m.value().get<std::string>();
+      }
       continue;
     }
     const nlohmann::json &e = it.value();
@@ -103,12 +139,22 @@ std::vector<NamedTensor> parseSafetensors(const uint8_t *data, size_t size,
     throw UserError(file, "data", "trailing bytes after the tensor data");
   std::sort(out.begin(), out.end(),
             [](const NamedTensor &a, const NamedTensor &b) { return a.name < b.name; });
-  return out;
+  result.tensors = std::move(out);
+  return result;
+}
+
+std::vector<NamedTensor> parseSafetensors(const uint8_t *data, size_t size,
+                                          const std::string &file) {
+  return parseSafetensorsFile(data, size, file).tensors;
+}
+
+SafetensorsFile readSafetensorsFile(const std::string &path) {
+  std::vector<uint8_t> bytes = readFileBytes(path);
+  return parseSafetensorsFile(bytes.data(), bytes.size(), path);
 }
 
 std::vector<NamedTensor> readSafetensors(const std::string &path) {
-  std::vector<uint8_t> bytes = readFileBytes(path);
-  return parseSafetensors(bytes.data(), bytes.size(), path);
+  return readSafetensorsFile(path).tensors;
 }
 
 std::vector<uint8_t> encodeSafetensors(const std::vector<NamedTensor> &tensors,

@@ -29,7 +29,16 @@ struct NamedTensor {
   std::vector<uint8_t> data; ///< 4 bytes per element, little-endian
 };
 
-/// Decodes a safetensors image; tensors come back sorted by name.
+/// A decoded file: its tensors, sorted by name, and its "__metadata__".
+struct SafetensorsFile {
+  std::vector<NamedTensor> tensors;
+  std::map<std::string, std::string> metadata;
+};
+
+/// Decodes a safetensors image. Duplicate keys are a UserError.
+SafetensorsFile parseSafetensorsFile(const uint8_t *data, size_t size, const std::string &file);
+SafetensorsFile readSafetensorsFile(const std::string &path);
+/// The tensors only, sorted by name.
 std::vector<NamedTensor> parseSafetensors(const uint8_t *data, size_t size,
                                           const std::string &file);
 std::vector<NamedTensor> readSafetensors(const std::string &path);

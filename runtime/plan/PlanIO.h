@@ -25,7 +25,9 @@ Plan deserializePlan(const uint8_t *data, size_t size, const std::string &file);
 
 /// Atomic write (temporary file + rename).
 void writePlanFile(const std::string &path, const Plan &plan);
-Plan readPlanFile(const std::string &path);
+/// `checksum`, when given, receives the file's header checksum (FNV-1a 64 of
+/// everything after the header): checkpoints record it to recognise their plan.
+Plan readPlanFile(const std::string &path, uint64_t *checksum = nullptr);
 
 /// Consistency checks on a decoded plan: buffer bounds inside their regions,
 /// instruction operands name existing buffers, send/recv pairs match (same

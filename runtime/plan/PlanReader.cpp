@@ -406,9 +406,12 @@ Plan deserializePlan(const uint8_t *data, size_t size, const std::string &file) 
   return plan;
 }
 
-Plan readPlanFile(const std::string &path) {
+Plan readPlanFile(const std::string &path, uint64_t *checksum) {
   std::vector<uint8_t> bytes = readFileBytes(path);
-  return deserializePlan(bytes.data(), bytes.size(), path);
+  Plan plan = deserializePlan(bytes.data(), bytes.size(), path);
+  // The header checksum, already checked against the content above.
+  if (checksum) *checksum = loadLE(bytes.data() + kHeaderChecksumOffset, 8);
+  return plan;
 }
 
 } // namespace mpc::plan

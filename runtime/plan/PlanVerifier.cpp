@@ -6,11 +6,14 @@
 // read and never sharing bytes while both are live, send/recv pairs matched
 // one to one by channel with consistent peers and equal types, tensor refs
 // pointing at persistent buffers of their type, initial values sized by their
-// tensors, and a schedule that cannot deadlock (a simulation with sends that
+// tensors, persistent buffers that never share bytes, kernels with their
+// operand counts, every declared attribute with its type and the shape rules
+// of OpSignatures.h, and a schedule that cannot deadlock (a simulation with sends that
 // never block and receives that wait). Problems are reported, all of them, as
 // "PATH: message" with a JSON-pointer-like path into the plan.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/plan/OpSignatures.h"
 #include "runtime/plan/PlanFormat.h"
 #include "runtime/plan/PlanIO.h"
 
@@ -80,6 +83,40 @@ struct Verifier {
         report(bp, "bytes [" + std::to_string(b.offset) + ", +" + std::to_string(b.bytes) +
                        ") lie outside the " + (b.region == Region::Arena ? "arena" : "persistent region") +
                        " (" + std::to_string(limit) + " bytes)");
+    }
+  }
+
+  /// Persistent buffers keep their bytes across steps (params, state,
+  /// inputs, outputs, the loss): no two may share a byte, or an update of
+  /// one silently changes the other.
+  void checkPersistentOverlap(size_t di) {
+    const DeviceProgram &d = plan.devices[di];
+    std::vector<const Buffer *> bufs;
+    for (const Buffer &b : d.buffers)
+      if (b.region == Region::Persistent && b.bytes > 0 && checkedElements(b.shape)) bufs.push_back(&b);
+    std::sort(bufs.begin(), bufs.end(), [](const Buffer *a, const Buffer *b) {
+      return a->offset != b->offset ? a->offset < b->offset : a->id < b->id;
+    });
+    const Buffer *reach = nullptr; // the buffer ending furthest so far
+    for (const Buffer *b : bufs) {
+      if (reach && b->offset < reach->offset + reach->bytes) {
+        const Buffer &x = reach->id < b->id ? *reach : *b, &y = reach->id < b->id ? *b : *reach;
+        report("/devices/" + std::to_string(di) + "/buffers/" + std::to_string(y.id),
+               "persistent buffers " + std::to_string(x.id) + " ('" + x.name + "') and " +
+                   std::to_string(y.id) + " ('" + y.name + "') overlap");
+      }
+      if (!reach || b->offset + b->bytes > reach->offset + reach->bytes) reach = b;
+    }
+  }
+
+  /// Operand counts, attributes and shape rules (runtime/plan/OpSignatures.h).
+  void checkKernels(size_t di) {
+    const DeviceProgram &d = plan.devices[di];
+    for (size_t i = 0; i < d.instrs.size(); ++i) {
+      const Instr &in = d.instrs[i];
+      if (in.kind != InstrKind::Kernel) continue;
+      std::string ip = "/devices/" + std::to_string(di) + "/instrs/" + std::to_string(i);
+      for (const auto &[where, msg] : checkKernel(in, d)) report(ip + where, msg);
     }
   }
 
@@ -316,10 +353,14 @@ struct Verifier {
       for (size_t dj = 0; dj < di; ++dj)
         if (plan.devices[dj].device == d.device) report(dp + "/name", "device '" + d.device + "' appears twice");
       checkBuffers(di);
+      checkPersistentOverlap(di);
       idsOk = checkInstrs(di) && idsOk;
     }
     if (idsOk) {
-      for (size_t di = 0; di < plan.devices.size(); ++di) checkArena(di);
+      for (size_t di = 0; di < plan.devices.size(); ++di) {
+        checkArena(di);
+        checkKernels(di);
+      }
       if (checkChannels()) checkDeadlock();
     }
     checkPipeline();

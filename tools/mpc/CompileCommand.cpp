@@ -13,6 +13,7 @@
 #include "support/FileIO.h"
 #include "tools/mpc/Commands.h"
 #include "tools/mpc/CommonOptions.h"
+#include "tools/mpc/NumericFlags.h"
 
 #include <iostream>
 #include <memory>
@@ -37,7 +38,8 @@ void addCompileCommand(CLI::App &app) {
   cmd->add_option("--emit", args->emit,
                   "What to write: plan (default), ir (text form) or json (the IR as JSON)")
       ->check(CLI::IsMember({"plan", "ir", "json"}));
-  cmd->add_option("--seed", args->seed, "Seed for the initial parameter values (default 0)");
+  cmd->add_option("--seed", args->seed, "Seed for the initial parameter values (default 0)")
+      ->check(unsignedInteger());
   args->common.addTo(*cmd);
   cmd->callback([args] {
     auto graph = runPipeline(args->model, args->common, "", /*useDefaultTrainingPipeline=*/true);

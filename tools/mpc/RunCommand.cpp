@@ -1,35 +1,32 @@
 //===- tools/mpc/RunCommand.cpp - `mpc run`: train or infer with a plan -===//
 //
 //   mpc run PLAN.bin --input x=x.npy --input y=y.npy [--epochs N | --steps N]
-//           [--shuffle] [--seed S] [--init params.safetensors]
-//           [--save out.safetensors] [--output z2=pred.npy] [--log-every K]
-//           [--print-params]
+//           [--shuffle] [--seed S] [--init FILE | --resume FILE [--force]]
+//           [--save out.safetensors [--save-every K | --save-params-only]]
+//           [--output z2=pred.npy] [--log-every K] [--print-params]
 //
-// Loads the plan onto the CPU runtime (one worker per device), feeds the
-// NPY datasets batch by batch (the first axis is the dataset, the plan's
-// input shape gives the batch; a remainder smaller than a batch is dropped),
-// prints the loss every K steps and, on a terminal, a progress line. A plan
-// without a loss runs inference. See docs/runtime.md.
+// Parses and checks the flags, loads the plan (CPU or CUDA runtime), the
+// NPY datasets and the start position (a fresh run, --init weights, or a
+// --resume checkpoint), then hands over to the step loop (RunLoop.cpp) and
+// writes the outputs and the final checkpoint. See docs/runtime.md.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Executor.h"
+#include "runtime/io/Checkpoint.h"
 #include "runtime/io/Npy.h"
-#include "runtime/io/Safetensors.h"
 #include "runtime/plan/PlanIO.h"
 #include "support/Error.h"
+#include "support/StringUtil.h"
 #include "tools/mpc/Commands.h"
+#include "tools/mpc/NumericFlags.h"
 #include "tools/mpc/RunInputs.h"
+#include "tools/mpc/RunLoop.h"
 
-#include <chrono>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
+#include <algorithm>
+#include <cstdint>
 #include <iostream>
-#include <map>
 #include <memory>
-#include <random>
-#include <set>
-#include <unistd.h>
+#include <optional>
 
 #ifdef MPC_HAVE_CUDA
 #include "runtime/cuda/CudaBackend.h"
@@ -47,7 +44,10 @@ struct RunArgs {
   int64_t epochs = 0, steps = 0;
   bool shuffle = false, printParams = false;
   uint64_t seed = 0;
-  std::string init, save;
+  bool seedGiven = false, shuffleGiven = false;
+  std::string init, save, resume;
+  bool saveParamsOnly = false, force = false;
+  int64_t saveEvery = 0;
   int64_t logEvery = 100;
   std::string backend = "auto"; ///< auto, cpu, cuda
   std::string deviceMap, transport;
@@ -86,43 +86,60 @@ std::unique_ptr<runtime::Executor> makeExecutor(plan::Plan p, const RunArgs &arg
   return std::make_unique<runtime::Executor>(std::move(p));
 }
 
-/// The progress line on a terminal: steps done, steps/s, ETA.
-class Progress {
-public:
-  Progress(int64_t total, bool enabled) : total_(total), enabled_(enabled) {
-    start_ = last_ = std::chrono::steady_clock::now();
-  }
-  void update(int64_t done) {
-    if (!enabled_) return;
-    auto now = std::chrono::steady_clock::now();
-    if (done < total_ && now - last_ < std::chrono::milliseconds(100)) return;
-    last_ = now;
-    double secs = std::chrono::duration<double>(now - start_).count();
-    double rate = secs > 0 ? double(done) / secs : 0;
-    double eta = rate > 0 ? double(total_ - done) / rate : 0;
-    int width = 24, filled = total_ ? int(width * done / total_) : width;
-    std::fprintf(stderr, "\r\033[K[%s%s] step %lld/%lld  %.1f steps/s  ETA %.0fs",
-                 std::string(size_t(filled), '#').c_str(),
-                 std::string(size_t(width - filled), '.').c_str(), (long long)done,
-                 (long long)total_, rate, eta);
-    std::fflush(stderr);
-    shown_ = true;
-  }
-  /// Clears the line before ordinary output.
-  void clear() {
-    if (enabled_ && shown_) std::fprintf(stderr, "\r\033[K");
-    shown_ = false;
-  }
+/// Steps to reach: --steps N, or --epochs N (default 1) times the batches
+/// of an epoch.
+int64_t totalSteps(const RunArgs &args, int64_t batchesPerEpoch) {
+  if (args.steps > 0) return args.steps;
+  int64_t epochs = args.epochs > 0 ? args.epochs : 1;
+  if (epochs > INT64_MAX / batchesPerEpoch)
+    throw UserError("", "--epochs", std::to_string(epochs) + " epochs of " +
+                                        std::to_string(batchesPerEpoch) +
+                                        " steps overflow the step counter");
+  return epochs * batchesPerEpoch;
+}
 
-private:
-  int64_t total_;
-  bool enabled_, shown_ = false;
-  std::chrono::steady_clock::time_point start_, last_;
-};
+void checkFlagCombinations(const RunArgs &args) {
+  if (args.saveEvery > 0 && args.save.empty())
+    throw UserError("", "--save-every", "needs --save FILE (the checkpoint it rewrites)");
+  if (args.saveEvery > 0 && args.saveParamsOnly)
+    throw UserError("", "--save-every", "writes checkpoints to resume from; it cannot be combined "
+                                        "with --save-params-only");
+  if (args.saveParamsOnly && args.save.empty())
+    throw UserError("", "--save-params-only", "needs --save FILE");
+  if (args.force && args.resume.empty())
+    throw UserError("", "--force", "only applies to --resume");
+}
+
+/// --resume: the checkpoint's data order must be this run's, and the flags
+/// may not contradict it (an explicit --seed or --shuffle that differs).
+void checkResumeData(const RunArgs &args, const io::Checkpoint &ckpt,
+                     const io::TrainingPosition &now) {
+  const io::TrainingPosition &was = ckpt.info.position;
+  if (was.datasetRows != now.datasetRows || was.batchesPerEpoch != now.batchesPerEpoch)
+    throw UserError(ckpt.file, "", "checkpoint was written for a dataset of " +
+                                       std::to_string(was.datasetRows) + " rows (" +
+                                       std::to_string(was.batchesPerEpoch) +
+                                       " steps per epoch); this run has " +
+                                       std::to_string(now.datasetRows) + " rows (" +
+                                       std::to_string(now.batchesPerEpoch) +
+                                       "); resume with the same data, or use --init to start a "
+                                       "new run from its weights");
+  if (args.shuffleGiven && !was.shuffle)
+    throw UserError(ckpt.file, "", "checkpoint was written by a run without --shuffle; resume "
+                                   "without --shuffle to keep its data order");
+  if (args.seedGiven && args.seed != was.shuffleSeed)
+    throw UserError(ckpt.file, "", "checkpoint was written with --seed " +
+                                       std::to_string(was.shuffleSeed) + ", not " +
+                                       std::to_string(args.seed) +
+                                       "; leave --seed out to keep its data order");
+}
+
+void warn(const std::string &line) { std::cerr << escapeForMessage(line) << "\n"; }
 
 void run(const RunArgs &args) {
-  if (args.logEvery < 1) throw UserError("", "--log-every", "must be at least 1");
-  plan::Plan p = plan::readPlanFile(args.plan);
+  checkFlagCombinations(args);
+  uint64_t checksum = 0;
+  plan::Plan p = plan::readPlanFile(args.plan, &checksum);
 
   int64_t rows = -1;
   std::vector<Dataset> data = loadInputs(p, args.inputs, rows);
@@ -145,15 +162,8 @@ void run(const RunArgs &args) {
       throw UserError(args.plan, "input '" + d.ref->name + "'",
                       "inputs have different batch sizes (" + std::to_string(d.batch) + " and " +
                           std::to_string(batch) + ")");
-  int64_t steps = args.steps > 0 ? args.steps
-                                 : (args.epochs > 0 ? args.epochs : 1) * batchesPerEpoch;
+  int64_t total = totalSteps(args, batchesPerEpoch);
 
-  // Outputs to collect, concatenated over the steps.
-  struct Collected {
-    const plan::TensorRef *ref;
-    std::string file;
-    std::vector<uint8_t> bytes;
-  };
   std::vector<Collected> outputs;
   for (const std::string &spec : args.outputs) {
     auto [name, file] = splitSpec(spec, "--output");
@@ -166,79 +176,64 @@ void run(const RunArgs &args) {
     outputs.push_back({ref, file, {}});
   }
 
+  LoopSettings loop;
+  loop.planFile = args.plan;
+  loop.totalSteps = total;
+  loop.logEvery = args.logEvery;
+  loop.saveEvery = args.saveEvery;
+  loop.checkpoint = args.save;
+  io::CheckpointInfo &info = loop.info;
+  info.planChecksum = checksum;
+  info.model = p.model;
+  info.optimizer = io::describeOptimizer(p);
+  info.version = MPC_VERSION;
+  for (const plan::TensorRef &s : p.states) info.states.push_back(s.name);
+  info.position.batchesPerEpoch = batchesPerEpoch;
+  info.position.datasetRows = rows;
+  info.position.shuffle = args.shuffle;
+  info.position.shuffleSeed = args.seed;
+
+  // Read the checkpoint before the runtime starts, so a bad file fails fast.
+  std::optional<io::Checkpoint> ckpt;
+  if (!args.resume.empty()) {
+    ckpt = io::readCheckpoint(args.resume);
+    if (ckpt->resumable) checkResumeData(args, *ckpt, info.position);
+  }
+
   std::unique_ptr<runtime::Executor> executor = makeExecutor(std::move(p), args);
   runtime::Executor &ex = *executor;
-  const plan::Plan &plan = ex.plan();
   // Dataset refs pointed into the moved-from plan: rebind by name.
   for (Dataset &d : data) d.ref = ex.findInput(d.ref->name);
   for (Collected &c : outputs) c.ref = ex.findOutput(c.ref->name);
-  if (!args.init.empty()) loadInit(ex, args.init);
-
-  std::vector<int64_t> perm(size_t(std::max<int64_t>(rows, 0)));
-  for (size_t i = 0; i < perm.size(); ++i) perm[i] = int64_t(i);
-  std::mt19937_64 rng(args.seed);
-
-  Progress progress(steps, isatty(STDERR_FILENO) != 0);
-  for (int64_t s = 0; s < steps; ++s) {
-    int64_t inEpoch = s % batchesPerEpoch;
-    if (inEpoch == 0 && args.shuffle && !perm.empty()) shuffleRows(perm, rng);
-    for (Dataset &d : data) {
-      if (d.batch) {
-        for (int64_t r = 0; r < d.batch; ++r) {
-          int64_t row = perm[size_t(inEpoch * d.batch + r)];
-          std::memcpy(d.staging.data() + size_t(r) * d.rowBytes,
-                      d.array.data.data() + size_t(row) * d.rowBytes, d.rowBytes);
-        }
-      }
-      ex.write(*d.ref, d.staging.data(), d.staging.size());
-    }
-    try {
-      ex.step();
-    } catch (const UserError &e) {
-      progress.clear();
-      throw UserError(e.file().empty() ? args.plan : e.file(), e.where(),
-                      e.message() + " (step " + std::to_string(s + 1) + ")");
-    }
-    for (Collected &c : outputs) {
-      size_t n = size_t(c.ref->numElements()) * 4;
-      c.bytes.resize(c.bytes.size() + n);
-      ex.read(*c.ref, c.bytes.data() + c.bytes.size() - n, n);
-    }
-    if (plan.hasLoss && ((s + 1) % args.logEvery == 0 || s + 1 == steps)) {
-      progress.clear();
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.6g", double(ex.loss()));
-      std::cout << "step " << s + 1 << " loss " << buf << "\n" << std::flush;
-    }
-    progress.update(s + 1);
+  if (!args.init.empty())
+    for (const std::string &w : loadInit(ex, args.init)) warn(w);
+  if (ckpt) {
+    for (const std::string &w : io::restoreCheckpoint(ex, *ckpt, checksum, args.force).warnings)
+      warn(w);
+    info.position.shuffle = ckpt->info.position.shuffle;
+    info.position.shuffleSeed = ckpt->info.position.shuffleSeed;
+    setStep(info.position, ckpt->info.position.step);
+    if (info.position.step >= total)
+      warn("mpc run: note: " + args.resume + " is at step " + std::to_string(info.position.step) +
+           ", at or past the " + std::to_string(total) + " steps asked for; no step runs");
   }
-  progress.clear();
+  int64_t firstStep = info.position.step;
+  runSteps(ex, data, outputs, loop);
 
+  int64_t ran = std::max<int64_t>(total - firstStep, 0);
   for (const Collected &c : outputs) {
     std::vector<int64_t> shape = c.ref->shape;
-    if (shape.empty()) shape = {steps};
-    else shape[0] *= steps;
+    if (shape.empty()) shape = {ran};
+    else shape[0] *= ran;
     io::writeNpy(c.file, c.ref->dtype, shape, c.bytes.data());
   }
-  if (!args.save.empty()) saveParams(ex, args.save);
+  if (!args.save.empty()) {
+    if (args.saveParamsOnly) io::writeParamsOnly(args.save, ex);
+    else io::writeCheckpoint(args.save, ex, info);
+  }
   if (args.printParams) printParams(ex, std::cout);
 }
 
-} // namespace
-
-namespace {
-/// CLI11's PositiveNumber prints the whole double range in its message.
-const CLI::Validator kPositiveInteger(
-    [](std::string &value) -> std::string {
-      try {
-        size_t used = 0;
-        long long n = std::stoll(value, &used);
-        if (used == value.size() && n >= 1) return "";
-      } catch (...) {
-      }
-      return "must be a positive integer, got '" + value + "'";
-    },
-    "INT>0");
 } // namespace
 
 void addRunCommand(CLI::App &app) {
@@ -251,24 +246,50 @@ void addRunCommand(CLI::App &app) {
                   "NAME=FILE.npy: a dataset for plan input NAME (float32 or int32, C order; "
                   "the first axis is the dataset, batches in file order). Repeatable");
   auto *epochs = cmd->add_option("--epochs", args->epochs,
-                                 "Passes over the dataset (default 1); the remainder of a "
-                                 "dataset smaller than a batch is dropped")
-                     ->check(kPositiveInteger);
-  auto *steps = cmd->add_option("--steps", args->steps, "Number of steps (batches) to run")
-                    ->check(kPositiveInteger);
+                                 "Passes over the dataset to reach (default 1), counted from "
+                                 "the start of training (a --resume run continues to it); the "
+                                 "remainder of a dataset smaller than a batch is dropped")
+                     ->check(positiveInteger());
+  auto *steps = cmd->add_option("--steps", args->steps,
+                                "Steps (batches) to reach, counted from the start of training "
+                                "(a --resume run continues to it)")
+                    ->check(positiveInteger());
   epochs->excludes(steps);
-  cmd->add_flag("--shuffle", args->shuffle, "Shuffle the rows every epoch (seeded by --seed)");
-  cmd->add_option("--seed", args->seed, "Seed for --shuffle (default 0)");
-  cmd->add_option("--init", args->init,
-                  "Load parameter values (and optionally optimizer state) from a safetensors "
-                  "file before the first step");
+  auto *shuffle = cmd->add_flag("--shuffle", args->shuffle,
+                                "Shuffle the rows every epoch (seeded by --seed); --resume "
+                                "takes it from the checkpoint");
+  auto *seed = cmd->add_option("--seed", args->seed,
+                               "Seed for --shuffle (default 0); --resume takes it from the "
+                               "checkpoint")
+                   ->check(unsignedInteger());
+  auto *init = cmd->add_option("--init", args->init,
+                               "Start a new run (step 1) from a safetensors file's parameters, "
+                               "and the optimizer state it holds (a warning names state it "
+                               "lacks)");
+  auto *resume = cmd->add_option(
+      "--resume", args->resume,
+      "Continue the run a checkpoint (--save) recorded: parameters, optimizer state, step, "
+      "epoch, data order and position; the result equals an uninterrupted run's, byte for "
+      "byte. A checkpoint of another plan is an error");
+  init->excludes(resume);
+  cmd->add_flag("--force", args->force,
+                "With --resume: accept a checkpoint whose parameters match the plan but whose "
+                "optimizer differs (kind, hyper-parameters or state tensors); matching state "
+                "is loaded, the rest starts from the plan's initial values");
   cmd->add_option("--save", args->save,
-                  "Write the trained parameters to a safetensors file (atomically)");
+                  "Write a checkpoint at the end (atomically): parameters, optimizer state and "
+                  "the training position, for --resume; a failed run leaves the previous file");
+  cmd->add_option("--save-every", args->saveEvery,
+                  "Also write the --save checkpoint every K steps (atomically, replacing it)")
+      ->check(positiveInteger());
+  cmd->add_flag("--save-params-only", args->saveParamsOnly,
+                "Make --save write the parameters only (for export; not resumable)");
   cmd->add_option("--output", args->outputs,
                   "NAME=FILE.npy: write plan output NAME, concatenated over all steps. "
                   "Repeatable");
   cmd->add_option("--log-every", args->logEvery,
-                  "Print 'step N loss L' every K steps and at the last step (default 100)");
+                  "Print 'step N loss L' every K steps and at the last step (default 100)")
+      ->check(positiveInteger());
   cmd->add_flag("--print-params", args->printParams,
                 "Print each parameter after the run (name, type, up to 16 values)");
   cmd->add_option("--backend", args->backend,
@@ -282,7 +303,11 @@ void addRunCommand(CLI::App &app) {
                   "CUDA: how data moves between GPUs: peer (default) or nccl");
   cmd->add_flag("--allow-tf32", args->allowTf32,
                 "CUDA: let cuBLAS use TF32 tensor cores for matmul (faster, ~1e-3 error)");
-  cmd->callback([args] { run(*args); });
+  cmd->callback([args, shuffle, seed] {
+    args->shuffleGiven = shuffle->count() > 0;
+    args->seedGiven = seed->count() > 0;
+    run(*args);
+  });
 }
 
 } // namespace mpc::tool

@@ -1,13 +1,14 @@
 //===- tools/mpc/RunInputs.cpp - `mpc run`'s datasets and parameter files -===//
 #include "tools/mpc/RunInputs.h"
 
-#include "runtime/io/Safetensors.h"
+#include "runtime/io/Checkpoint.h"
 #include "support/Error.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <set>
 
 namespace mpc::tool {
 
@@ -112,25 +113,36 @@ void shuffleRows(std::vector<int64_t> &perm, std::mt19937_64 &rng) {
   }
 }
 
-void loadInit(runtime::Executor &ex, const std::string &file) {
-  std::vector<io::NamedTensor> tensors = io::readSafetensors(file);
+std::vector<std::string> loadInit(runtime::Executor &ex, const std::string &file) {
+  io::Checkpoint ckpt = io::readCheckpoint(file);
+  std::vector<std::string> warnings;
   std::map<std::string, const io::NamedTensor *> byName;
-  for (const io::NamedTensor &t : tensors) byName[t.name] = &t;
+  for (const io::NamedTensor &t : ckpt.tensors) byName[t.name] = &t;
   const plan::Plan &p = ex.plan();
+  std::set<std::string> fileStates(ckpt.info.states.begin(), ckpt.info.states.end());
+  std::vector<std::string> skipped;
   for (const auto &[name, t] : byName) {
     bool known = false;
     for (const auto *list : {&p.params, &p.states})
       for (const plan::TensorRef &r : *list) known |= r.name == name;
-    if (!known)
-      throw UserError(file, "tensor '" + name + "'",
-                      "not a parameter of the plan (parameters: " + namesOf(p.params) + ")");
+    if (known) continue;
+    // A checkpoint of the same model under another optimizer: its state
+    // means nothing to this plan, the weights still do.
+    if (fileStates.count(name)) {
+      skipped.push_back("'" + name + "'");
+      continue;
+    }
+    throw UserError(file, "tensor '" + name + "'",
+                    "not a parameter of the plan (parameters: " + namesOf(p.params) + ")");
   }
+  std::vector<std::string> missing;
   auto load = [&](const plan::TensorRef &r, bool required) {
     auto it = byName.find(r.name);
     if (it == byName.end()) {
       if (required)
         throw UserError(file, "", "missing parameter '" + r.name + "' " +
                                       typeStr(r.dtype, r.shape));
+      missing.push_back("'" + r.name + "'");
       return;
     }
     const io::NamedTensor &t = *it->second;
@@ -142,20 +154,24 @@ void loadInit(runtime::Executor &ex, const std::string &file) {
   };
   for (const plan::TensorRef &r : p.params) load(r, true);
   for (const plan::TensorRef &r : p.states) load(r, false); // optimizer state: optional
-}
-
-void saveParams(runtime::Executor &ex, const std::string &file) {
-  std::vector<io::NamedTensor> tensors;
-  for (const plan::TensorRef &r : ex.plan().params) {
-    io::NamedTensor t;
-    t.name = r.name;
-    t.dtype = r.dtype;
-    t.shape = r.shape;
-    t.data.resize(size_t(r.numElements()) * 4);
-    ex.read(r, t.data.data(), t.data.size());
-    tensors.push_back(std::move(t));
-  }
-  io::writeSafetensors(file, tensors, {{"format", "pt"}});
+  auto list = [](const std::vector<std::string> &names) {
+    std::string s;
+    for (size_t i = 0; i < names.size() && i < 6; ++i) s += (i ? ", " : "") + names[i];
+    if (names.size() > 6) s += ", ... (" + std::to_string(names.size()) + " tensors)";
+    return s;
+  };
+  if (!missing.empty())
+    warnings.push_back(file + ": warning: no optimizer state for " + list(missing) +
+                       "; it starts from the plan's initial values (--resume continues a run "
+                       "from a full checkpoint)");
+  if (!skipped.empty())
+    warnings.push_back(file + ": warning: skipping optimizer state " + list(skipped) +
+                       " that this plan does not have");
+  if (ckpt.resumable)
+    warnings.push_back(file + ": note: checkpoint at step " +
+                       std::to_string(ckpt.info.position.step) +
+                       "; --init starts a new run at step 1 (--resume would continue it)");
+  return warnings;
 }
 
 void printParams(runtime::Executor &ex, std::ostream &os) {

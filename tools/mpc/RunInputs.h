@@ -48,10 +48,11 @@ std::vector<Dataset> loadInputs(const plan::Plan &p, const std::vector<std::stri
 /// on every platform and standard library.
 void shuffleRows(std::vector<int64_t> &perm, std::mt19937_64 &rng);
 
-/// --init: every parameter (optimizer state optionally) from a safetensors file.
-void loadInit(runtime::Executor &ex, const std::string &file);
-/// --save: the parameters as safetensors, written atomically.
-void saveParams(runtime::Executor &ex, const std::string &file);
+/// --init: every parameter (optimizer state optionally) from a safetensors
+/// file. Returns warnings: optimizer state the plan has and the file lacks,
+/// state of another optimizer in the file (skipped), a checkpoint's position
+/// that --init does not continue.
+std::vector<std::string> loadInit(runtime::Executor &ex, const std::string &file);
 /// --print-params: name, type and up to 16 values of each parameter.
 void printParams(runtime::Executor &ex, std::ostream &os);
 

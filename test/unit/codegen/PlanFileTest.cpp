@@ -9,9 +9,13 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Lower.h"
+#include "ir/OpInfo.h"
+#include "runtime/plan/OpSignatures.h"
 #include "runtime/plan/PlanFormat.h"
 #include "runtime/plan/PlanIO.h"
 #include "support/Error.h"
+#include "support/FileIO.h"
+#include "test/CompileModel.h"
 #include "test/unit/codegen/TestGraphs.h"
 
 #include <gtest/gtest.h>
@@ -314,6 +318,128 @@ TEST(PlanFile, BrokenCrossReferencesAreRejectedByTheVerifier) {
             std::string::npos);
 }
 
+/// The seed example (examples/regression3: Adam, three devices) as plan.bin.
+std::vector<uint8_t> examplePlanBytes() {
+  std::string json = readFileText(std::string(MPC_SOURCE_DIR) + "/examples/regression3/model.json");
+  return plan::serializePlan(test::compileModel(json));
+}
+
+/// Where the first kernel `op` of the plan lies: (device, instruction).
+std::pair<size_t, size_t> findKernel(const json &meta, const std::string &op) {
+  for (size_t d = 0; d < meta["devices"].size(); ++d)
+    for (size_t i = 0; i < meta["devices"][d]["instrs"].size(); ++i)
+      if (meta["devices"][d]["instrs"][i].value("op", "") == op) return {d, i};
+  ADD_FAILURE() << "no " << op << " in the seed plan";
+  return {0, 0};
+}
+
+/// The id of the buffer named `name` on device `d`.
+size_t findBuffer(const json &meta, size_t d, const std::string &name) {
+  const json &bufs = meta["devices"][d]["buffers"];
+  for (size_t b = 0; b < bufs.size(); ++b)
+    if (bufs[b]["name"] == name) return b;
+  ADD_FAILURE() << "no buffer " << name;
+  return 0;
+}
+
+// Structured edits of a valid plan, checksum recomputed, one per rule of the
+// verifier's op and buffer checks (docs/plan-format.md, "What the reader
+// checks"), including the crafted plans of the checkpoint issue.
+TEST(PlanVerifier, RejectsOverlappingPersistentBuffers) {
+  std::vector<uint8_t> f = examplePlanBytes();
+  json m = decodeMeta(f);
+  size_t d = size_t(m["params"][1]["device"]); // b0
+  size_t step = findBuffer(m, d, "b0.adam.step"), v = findBuffer(m, d, "b0.adam.v");
+  m["devices"][d]["buffers"][step]["offset"] = m["devices"][d]["buffers"][v]["offset"];
+  std::string err = parseError(withMeta(f, m));
+  EXPECT_NE(err.find("plan.bin: error: verify: /devices/0/buffers/"), std::string::npos) << err;
+  EXPECT_NE(err.find("('b0.adam.v') and "), std::string::npos) << err;
+  EXPECT_NE(err.find("('b0.adam.step') overlap"), std::string::npos) << err;
+}
+
+TEST(PlanVerifier, RejectsMissingAndMistypedAttributes) {
+  std::vector<uint8_t> f = examplePlanBytes();
+  json meta = decodeMeta(f);
+  auto expectError = [&](const json &m, const std::string &want) {
+    std::string err = parseError(withMeta(f, m));
+    EXPECT_NE(err.find(want), std::string::npos) << err;
+  };
+  json m = meta;
+  auto [fd, fi] = findKernel(m, "fill");
+  m["devices"][fd]["instrs"][fi]["attrs"].erase("shape");
+  expectError(m, "/instrs/" + std::to_string(fi) + "/attrs: 'fill' without its attribute 'shape' (a list of integers)");
+  m = meta;
+  auto [md, mi] = findKernel(m, "matmul");
+  m["devices"][md]["instrs"][mi]["attrs"].erase("transpose_a");
+  expectError(m, "/instrs/" + std::to_string(mi) + "/attrs: 'matmul' without its attribute 'transpose_a' (a bool)");
+  m = meta;
+  m["devices"][md]["instrs"][mi]["attrs"]["transpose_a"] = 1;
+  expectError(m, "/attrs/transpose_a: attribute 'transpose_a' of 'matmul' must be a bool");
+  m = meta;
+  m["devices"][md]["instrs"][mi]["attrs"]["alpha"] = 2.0;
+  expectError(m, "/attrs/alpha: 'matmul' has no attribute 'alpha'");
+  m = meta;
+  m["devices"][md]["instrs"][mi]["inputs"].push_back(m["devices"][md]["instrs"][mi]["inputs"][0]);
+  expectError(m, "/inputs: 'matmul' takes 2 operands, got 3");
+}
+
+TEST(PlanVerifier, RejectsShapesThatBreakTheOpRule) {
+  std::vector<uint8_t> f = examplePlanBytes();
+  json meta = decodeMeta(f);
+  auto expectError = [&](const json &m, const std::string &want) {
+    std::string err = parseError(withMeta(f, m));
+    EXPECT_NE(err.find(want), std::string::npos) << err;
+  };
+  json m = meta;
+  auto [rd, ri] = findKernel(m, "reshape");
+  m["devices"][rd]["instrs"][ri]["attrs"]["shape"] = json::array({int64_t(1) << 20, int64_t(1) << 20});
+  expectError(m, "/attrs/shape: 'reshape' shape [1048576,1048576] differs from its result buffer's");
+  m = meta;
+  auto [fd, fi] = findKernel(m, "fill");
+  m["devices"][fd]["instrs"][fi]["attrs"]["shape"] = json::array({7});
+  expectError(m, "/attrs/shape: 'fill' shape [7] differs from its result buffer's");
+  m = meta;
+  auto [md, mi] = findKernel(m, "matmul");
+  bool ta = m["devices"][md]["instrs"][mi]["attrs"]["transpose_a"];
+  m["devices"][md]["instrs"][mi]["attrs"]["transpose_a"] = !ta;
+  expectError(m, "'matmul' of ");
+}
+
+TEST(PlanFile, MessagesEscapeNonUtf8Bytes) {
+  std::vector<uint8_t> f = examplePlanBytes();
+  json m = decodeMeta(f);
+  m["devices"][0]["instrs"][0]["kind"] = std::string("kerne\xa1");
+  EXPECT_EQ(parseError(withMeta(f, m)),
+            "plan.bin: error: meta: /devices/0/instrs/0/kind: unknown instruction kind "
+            "'kerne\\xa1' (expected kernel, send or recv)");
+}
+
+TEST(PlanVerifier, OpSignaturesMatchTheOpTable) {
+  // The runtime's copy of the op facts (it may not include ir/) against ir/.
+  auto kindOf = [](ir::AttrType t) {
+    switch (t) {
+    case ir::AttrType::Bool: return plan::AttrKind::Bool;
+    case ir::AttrType::Int: return plan::AttrKind::Int;
+    case ir::AttrType::Float: return plan::AttrKind::Float;
+    case ir::AttrType::String: return plan::AttrKind::String;
+    case ir::AttrType::Ints: return plan::AttrKind::Ints;
+    }
+    return plan::AttrKind::Bool;
+  };
+  ASSERT_EQ(plan::opSignatures().size(), ir::allOps().size());
+  for (const ir::OpInfo &op : ir::allOps()) {
+    const plan::OpSignature *sig = plan::findOpSignature(op.name);
+    ASSERT_NE(sig, nullptr) << op.name;
+    EXPECT_EQ(sig->minInputs, op.minArity) << op.name;
+    EXPECT_EQ(sig->maxInputs, op.maxArity()) << op.name;
+    ASSERT_EQ(sig->attrs.size(), op.attrs.size()) << op.name;
+    for (size_t i = 0; i < op.attrs.size(); ++i) {
+      EXPECT_EQ(sig->attrs[i].first, op.attrs[i].name) << op.name;
+      EXPECT_EQ(sig->attrs[i].second, kindOf(op.attrs[i].type)) << op.name << " " << op.attrs[i].name;
+    }
+  }
+}
+
 plan::Plan twoDevicePlan() {
   plan::Plan p;
   p.model = "t";
@@ -330,7 +456,9 @@ plan::Plan twoDevicePlan() {
 
 plan::Instr kernel(std::vector<uint32_t> in, uint32_t out) {
   plan::Instr i;
-  i.op = "relu";
+  // A kernel of the right arity with its attributes (the verifier checks them).
+  i.op = in.empty() ? "fill" : "relu";
+  if (in.empty()) i.attrs = {{"value", 0.0}, {"shape", std::vector<int64_t>{4}}};
   i.inputs = std::move(in);
   i.output = out;
   return i;

@@ -195,6 +195,44 @@ TEST(Safetensors, Rejections) {
             "__metadata__: metadata value 'k' is not a string");
 }
 
+TEST(Safetensors, DuplicateKeysAreRejected) {
+  // The format forbids them; a JSON parser alone keeps the last one.
+  EXPECT_EQ(stError(rawSafetensors(R"({"W":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                   R"("W":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                                   8)),
+            "header: duplicate key 'W' (the format requires unique names)");
+  EXPECT_EQ(stError(rawSafetensors(R"({"__metadata__":{"k":"a","k":"b"}})", 0)),
+            "header: duplicate key 'k' (the format requires unique names)");
+  EXPECT_EQ(stError(rawSafetensors(R"({"__metadata__":{},"__metadata__":{}})", 0)),
+            "header: duplicate key '__metadata__' (the format requires unique names)");
+  // Equal keys in different objects are fine.
+  EXPECT_EQ(stError(rawSafetensors(R"({"__metadata__":{"dtype":"x"},)"
+                                   R"("dtype":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                                   4)),
+            "no error");
+}
+
+TEST(Safetensors, MetadataComesBack) {
+  NamedTensor w{"w", plan::DType::F32, {1}, std::vector<uint8_t>(4, 0)};
+  std::vector<uint8_t> bytes = encodeSafetensors({w}, {{"format", "pt"}, {"mpc.step", "7"}});
+  SafetensorsFile f = parseSafetensorsFile(bytes.data(), bytes.size(), "m.safetensors");
+  EXPECT_EQ(f.metadata, (std::map<std::string, std::string>{{"format", "pt"}, {"mpc.step", "7"}}));
+  ASSERT_EQ(f.tensors.size(), 1u);
+}
+
+TEST(Safetensors, MessagesEscapeControlBytes) {
+  // JSON's \u escapes are the only way to put such bytes in a safetensors name.
+  std::string header = "{\"a\\u0001\\u001b\":{\"dtype\":\"F16\",\"shape\":[1],\"data_offsets\":[0,2]}}";
+  try {
+    std::vector<uint8_t> bytes = rawSafetensors(header, 2);
+    parseSafetensors(bytes.data(), bytes.size(), "e.safetensors");
+    FAIL() << "accepted";
+  } catch (const UserError &e) {
+    EXPECT_STREQ(e.what(), "e.safetensors: error: tensor 'a\\x01\\x1b': unsupported dtype 'F16' "
+                           "(expected F32 or I32)");
+  }
+}
+
 TEST(Safetensors, TruncatedAtEveryByteNeverCrashes) {
   NamedTensor w{"w", plan::DType::F32, {2}, std::vector<uint8_t>(8, 1)};
   std::vector<uint8_t> bytes = encodeSafetensors({w});

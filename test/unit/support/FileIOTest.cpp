@@ -1,11 +1,13 @@
 //===- test/unit/support/FileIOTest.cpp - atomic writes, bounded reads ---===//
 #include "support/Error.h"
 #include "support/FileIO.h"
+#include "support/StringUtil.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <unistd.h>
 
 namespace fs = std::filesystem;
 
@@ -64,6 +66,35 @@ TEST(Error, FormatDropsEmptyParts) {
   EXPECT_EQ(mpc::UserError("m.json", "/nodes/1", "bad").what(),
             std::string("m.json: error: /nodes/1: bad"));
   EXPECT_EQ(mpc::UserError("bad").what(), std::string("error: bad"));
+}
+
+TEST(FileIO, StaleTemporariesOfDeadProcessesAreRemoved) {
+  fs::path d = tempDir();
+  std::string path = (d / "ckpt.safetensors").string();
+  // A PID above the kernel's limit (pid_max <= 2^22) belongs to no process;
+  // our own PID's name is ours to reuse; another file's temporary is left alone.
+  std::string dead = mpc::atomicTempName(path, 99999999);
+  std::string other = mpc::atomicTempName((d / "other.bin").string(), 99999999);
+  std::string live = mpc::atomicTempName(path, long(::getppid()));
+  for (const std::string &p : {dead, other, live}) std::ofstream(p) << "partial";
+  mpc::writeFileAtomic(path, std::string("new"));
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_TRUE(fs::exists(other));
+  EXPECT_TRUE(fs::exists(live)); // its process may be between its link and its rename
+  EXPECT_EQ(mpc::readFileText(path), "new");
+  fs::remove_all(d);
+}
+
+TEST(StringUtil, EscapeForMessageKeepsUtf8AndEscapesTheRest) {
+  EXPECT_EQ(mpc::escapeForMessage("plain text"), "plain text");
+  EXPECT_EQ(mpc::escapeForMessage("w\xc3\xa9ight"), "w\xc3\xa9ight"); // UTF-8 e-acute kept
+  EXPECT_EQ(mpc::escapeForMessage("kerne\xa1"), "kerne\\xa1");
+  EXPECT_EQ(mpc::escapeForMessage(std::string("a\0b\x1b[31m\x7f", 9)), "a\\x00b\\x1b[31m\\x7f");
+  EXPECT_EQ(mpc::escapeForMessage("\xc0\xaf"), "\\xc0\\xaf");     // overlong '/'
+  EXPECT_EQ(mpc::escapeForMessage("\xed\xa0\x80"), "\\xed\\xa0\\x80"); // surrogate
+  EXPECT_EQ(mpc::escapeForMessage("line\nnext"), "line\nnext");
+  mpc::UserError e("f\xff.json", "/nodes/0", "bad \x01");
+  EXPECT_STREQ(e.what(), "f\\xff.json: error: /nodes/0: bad \\x01");
 }
 
 } // namespace

@@ -1,0 +1,337 @@
+//===- runtime/io/Checkpoint.cpp - training checkpoints -----------------===//
+//
+// Metadata keys ("__metadata__" of the safetensors header; strings only):
+//   format                  "pt" (what torch's loaders expect)
+//   mpc.version             the mpc that wrote the file
+//   mpc.model               the plan's model name
+//   mpc.plan_checksum       the plan file's checksum, "0x" + 16 hex digits
+//   mpc.optimizer           describeOptimizer() of the plan
+//   mpc.states              JSON array of the optimizer state tensor names
+//   mpc.step, mpc.epoch, mpc.epoch_step, mpc.batches_per_epoch,
+//   mpc.dataset_rows        decimal integers (dataset_rows -1: inputs fed whole)
+//   mpc.shuffle             "true" or "false"
+//   mpc.shuffle_seed        decimal unsigned integer
+// A file without mpc.step is a parameters-only file: --init reads it,
+// --resume refuses it.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/io/Checkpoint.h"
+
+#include "support/Error.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace mpc::runtime::io {
+
+namespace {
+
+std::string typeText(plan::DType dt, const std::vector<int64_t> &shape) {
+  std::string s = std::string(plan::dtypeName(dt)) + "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string hex64(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%016" PRIx64, v);
+  return buf;
+}
+
+/// Strict readers of metadata values: the whole string, nothing else.
+class MetaReader {
+public:
+  MetaReader(const std::string &file, const std::map<std::string, std::string> &meta)
+      : file_(file), meta_(meta) {}
+
+  const std::string &str(const std::string &key) const {
+    auto it = meta_.find(key);
+    if (it == meta_.end())
+      throw UserError(file_, "__metadata__", "missing '" + key + "' (the checkpoint is incomplete)");
+    return it->second;
+  }
+  uint64_t u64(const std::string &key, uint64_t max = UINT64_MAX) const {
+    const std::string &s = str(key);
+    uint64_t v = 0;
+    bool ok = !s.empty() && s.size() <= 20;
+    for (char c : s) {
+      if (!ok) break;
+      if (c < '0' || c > '9') ok = false;
+      else if (v > (UINT64_MAX - uint64_t(c - '0')) / 10) ok = false;
+      else v = v * 10 + uint64_t(c - '0');
+    }
+    if (!ok || v > max) bad(key, s, "an integer in [0, " + std::to_string(max) + "]");
+    return v;
+  }
+  int64_t i64(const std::string &key) const { return int64_t(u64(key, uint64_t(INT64_MAX))); }
+  bool flag(const std::string &key) const {
+    const std::string &s = str(key);
+    if (s != "true" && s != "false") bad(key, s, "true or false");
+    return s == "true";
+  }
+  uint64_t checksum(const std::string &key) const {
+    const std::string &s = str(key);
+    uint64_t v = 0;
+    bool ok = s.size() == 18 && s[0] == '0' && s[1] == 'x';
+    for (size_t i = 2; ok && i < s.size(); ++i) {
+      char c = s[i];
+      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (d < 0) ok = false;
+      else v = (v << 4) | uint64_t(d);
+    }
+    if (!ok) bad(key, s, "0x and 16 lower-case hex digits");
+    return v;
+  }
+  std::vector<std::string> names(const std::string &key) const {
+    const std::string &s = str(key);
+    nlohmann::json j = nlohmann::json::parse(s, nullptr, /*allow_exceptions=*/false);
+    std::vector<std::string> out;
+    if (!j.is_array()) bad(key, s, "a JSON array of names");
+    for (const nlohmann::json &e : j) {
+      if (!e.is_string()) bad(key, s, "a JSON array of names");
+      out.push_back(e.get<std::string>());
+    }
+    return out;
+  }
+  [[noreturn]] void bad(const std::string &key, const std::string &value,
+                        const std::string &want) const {
+    std::string shown = value.size() > 40 ? value.substr(0, 40) + "..." : value;
+    throw UserError(file_, "__metadata__", "'" + key + "' is '" + shown + "', expected " + want);
+  }
+
+private:
+  const std::string &file_;
+  const std::map<std::string, std::string> &meta_;
+};
+
+std::map<std::string, std::string> encodeInfo(const CheckpointInfo &info) {
+  const TrainingPosition &p = info.position;
+  return {
+      {"format", "pt"},
+      {"mpc.version", info.version},
+      {"mpc.model", info.model},
+      {"mpc.plan_checksum", hex64(info.planChecksum)},
+      {"mpc.optimizer", info.optimizer},
+      {"mpc.states", nlohmann::json(info.states).dump()},
+      {"mpc.step", std::to_string(p.step)},
+      {"mpc.epoch", std::to_string(p.epoch)},
+      {"mpc.epoch_step", std::to_string(p.epochStep)},
+      {"mpc.batches_per_epoch", std::to_string(p.batchesPerEpoch)},
+      {"mpc.dataset_rows", std::to_string(p.datasetRows)},
+      {"mpc.shuffle", p.shuffle ? "true" : "false"},
+      {"mpc.shuffle_seed", std::to_string(p.shuffleSeed)},
+  };
+}
+
+CheckpointInfo decodeInfo(const std::string &file, const std::map<std::string, std::string> &meta) {
+  MetaReader r(file, meta);
+  CheckpointInfo info;
+  info.version = r.str("mpc.version");
+  info.model = r.str("mpc.model");
+  info.planChecksum = r.checksum("mpc.plan_checksum");
+  info.optimizer = r.str("mpc.optimizer");
+  info.states = r.names("mpc.states");
+  TrainingPosition &p = info.position;
+  p.step = r.i64("mpc.step");
+  p.epoch = r.i64("mpc.epoch");
+  p.epochStep = r.i64("mpc.epoch_step");
+  p.batchesPerEpoch = r.i64("mpc.batches_per_epoch");
+  // -1 marks inputs fed whole; written by mpc as the literal "-1".
+  p.datasetRows = r.str("mpc.dataset_rows") == "-1" ? -1 : r.i64("mpc.dataset_rows");
+  p.shuffle = r.flag("mpc.shuffle");
+  p.shuffleSeed = r.u64("mpc.shuffle_seed");
+  if (p.batchesPerEpoch < 1)
+    r.bad("mpc.batches_per_epoch", std::to_string(p.batchesPerEpoch), "at least 1");
+  // The position is stored three ways for readers; they must agree.
+  if (p.epochStep >= p.batchesPerEpoch || p.epoch > p.step / p.batchesPerEpoch ||
+      p.epoch * p.batchesPerEpoch + p.epochStep != p.step)
+    throw UserError(file, "__metadata__",
+                    "inconsistent position: step " + std::to_string(p.step) + " is not epoch " +
+                        std::to_string(p.epoch) + " + " + std::to_string(p.epochStep) + " steps of " +
+                        std::to_string(p.batchesPerEpoch));
+  return info;
+}
+
+} // namespace
+
+namespace {
+
+/// The shortest decimal that reads back as the same double.
+std::string shortest(double v) {
+  char buf[40];
+  for (int digits = 6; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+std::string attrText(const plan::AttrValue &v) {
+  if (const bool *b = std::get_if<bool>(&v)) return *b ? "true" : "false";
+  if (const int64_t *i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  if (const double *d = std::get_if<double>(&v)) return shortest(*d);
+  if (const std::string *s = std::get_if<std::string>(&v)) return *s;
+  std::string s = "[";
+  for (int64_t x : std::get<std::vector<int64_t>>(v)) s += (s.size() > 1 ? "," : "") + std::to_string(x);
+  return s + "]";
+}
+
+} // namespace
+
+std::string describeOptimizer(const plan::Plan &plan) {
+  // The update instructions' attributes are what the kernels use (the plan's
+  // `optimizer` map is a display copy), so they define the optimizer. Distinct
+  // settings are listed once each, in plan order.
+  std::vector<std::string> settings;
+  for (const plan::DeviceProgram &d : plan.devices)
+    for (const plan::Instr &in : d.instrs) {
+      if (in.kind != plan::InstrKind::Kernel || in.op.size() < 7 ||
+          in.op.compare(in.op.size() - 7, 7, "_update") != 0)
+        continue;
+      std::string s = in.op.substr(0, in.op.size() - 7);
+      for (const auto &[k, v] : in.attrs) s += " " + k + "=" + attrText(v);
+      if (std::find(settings.begin(), settings.end(), s) == settings.end()) settings.push_back(s);
+    }
+  if (settings.empty()) return "none";
+  std::string out;
+  for (const std::string &s : settings) out += (out.empty() ? "" : "; ") + s;
+  return out;
+}
+
+std::vector<NamedTensor> readTensors(Executor &ex, const std::vector<plan::TensorRef> &refs) {
+  std::vector<NamedTensor> out;
+  for (const plan::TensorRef &r : refs) {
+    NamedTensor t;
+    t.name = r.name;
+    t.dtype = r.dtype;
+    t.shape = r.shape;
+    t.data.resize(size_t(r.numElements()) * 4);
+    ex.read(r, t.data.data(), t.data.size());
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+void writeCheckpoint(const std::string &path, Executor &ex, const CheckpointInfo &info) {
+  std::vector<NamedTensor> tensors = readTensors(ex, ex.plan().params);
+  std::vector<NamedTensor> states = readTensors(ex, ex.plan().states);
+  for (NamedTensor &t : states) tensors.push_back(std::move(t));
+  writeSafetensors(path, tensors, encodeInfo(info));
+}
+
+void writeParamsOnly(const std::string &path, Executor &ex) {
+  writeSafetensors(path, readTensors(ex, ex.plan().params), {{"format", "pt"}});
+}
+
+Checkpoint readCheckpoint(const std::string &path) {
+  SafetensorsFile f = readSafetensorsFile(path);
+  Checkpoint c;
+  c.file = path;
+  c.tensors = std::move(f.tensors);
+  c.resumable = f.metadata.count("mpc.step") != 0;
+  if (c.resumable) {
+    c.info = decodeInfo(path, f.metadata);
+    std::set<std::string> names;
+    for (const NamedTensor &t : c.tensors) names.insert(t.name);
+    for (const std::string &s : c.info.states)
+      if (!names.count(s))
+        throw UserError(path, "__metadata__", "'mpc.states' names '" + s +
+                                                  "', which the file does not hold");
+  }
+  return c;
+}
+
+namespace {
+
+/// Differences between the tensors `want` (the plan's) and `have` (the
+/// file's), as readable phrases: missing, extra, different type.
+std::vector<std::string> compareTensors(const std::vector<plan::TensorRef> &want,
+                                        const std::map<std::string, const NamedTensor *> &have) {
+  std::vector<std::string> diffs;
+  std::set<std::string> wanted;
+  for (const plan::TensorRef &r : want) {
+    wanted.insert(r.name);
+    auto it = have.find(r.name);
+    if (it == have.end()) diffs.push_back("missing '" + r.name + "' " + typeText(r.dtype, r.shape));
+    else if (it->second->dtype != r.dtype || it->second->shape != r.shape)
+      diffs.push_back("'" + r.name + "' is " + typeText(it->second->dtype, it->second->shape) +
+                      " in the file, " + typeText(r.dtype, r.shape) + " in the plan");
+  }
+  for (const auto &[name, t] : have)
+    if (!wanted.count(name))
+      diffs.push_back("'" + name + "' " + typeText(t->dtype, t->shape) + " is not in the plan");
+  return diffs;
+}
+
+std::string joinDiffs(const std::vector<std::string> &diffs) {
+  std::string s;
+  size_t shown = std::min<size_t>(diffs.size(), 4);
+  for (size_t i = 0; i < shown; ++i) s += (i ? "; " : "") + diffs[i];
+  if (diffs.size() > shown) s += "; and " + std::to_string(diffs.size() - shown) + " more";
+  return s;
+}
+
+} // namespace
+
+ResumeCheck restoreCheckpoint(Executor &ex, const Checkpoint &ckpt, uint64_t planChecksum,
+                              bool force) {
+  const plan::Plan &p = ex.plan();
+  const std::string &file = ckpt.file;
+  if (!ckpt.resumable)
+    throw UserError(file, "", "not a resumable checkpoint: it has no training position (it was "
+                              "written with --save-params-only or by another tool); use --init "
+                              "to start a new run from its weights");
+  std::set<std::string> stateNames(ckpt.info.states.begin(), ckpt.info.states.end());
+  std::map<std::string, const NamedTensor *> params, states;
+  for (const NamedTensor &t : ckpt.tensors) (stateNames.count(t.name) ? states : params)[t.name] = &t;
+
+  std::vector<std::string> paramDiffs = compareTensors(p.params, params);
+  if (!paramDiffs.empty())
+    throw UserError(file, "", "checkpoint of another model: its parameters differ from the plan's: " +
+                                  joinDiffs(paramDiffs));
+  std::vector<std::string> stateDiffs = compareTensors(p.states, states);
+  std::string planOpt = describeOptimizer(p);
+  bool optimizerDiffers = planOpt != ckpt.info.optimizer || !stateDiffs.empty();
+  ResumeCheck check;
+  if (planChecksum != ckpt.info.planChecksum || optimizerDiffers) {
+    std::string other = "checkpoint of another plan (checksum " + hex64(ckpt.info.planChecksum) +
+                        ", this plan " + hex64(planChecksum) + ")";
+    if (!optimizerDiffers)
+      throw UserError(file, "", other + ": the parameters and the optimizer match, so the model, "
+                                        "placement or initial values changed; --force covers only "
+                                        "a changed optimizer");
+    std::string what = "the optimizer differs (file: " + ckpt.info.optimizer + "; plan: " + planOpt +
+                       ")" + (stateDiffs.empty() ? "" : ", state tensors: " + joinDiffs(stateDiffs));
+    if (!force)
+      throw UserError(file, "", other + ": " + what +
+                                    "; --force resumes with the plan's optimizer, keeping the "
+                                    "parameters and the training position");
+    check.warnings.push_back(file + ": warning: resuming under --force: " + what);
+  }
+  for (const plan::TensorRef &r : p.params) {
+    const NamedTensor &t = *params.at(r.name);
+    ex.write(r, t.data.data(), t.data.size());
+  }
+  std::vector<std::string> reset;
+  for (const plan::TensorRef &r : p.states) {
+    auto it = states.find(r.name);
+    if (it == states.end() || it->second->dtype != r.dtype || it->second->shape != r.shape) {
+      reset.push_back("'" + r.name + "'");
+      continue;
+    }
+    ex.write(r, it->second->data.data(), it->second->data.size());
+  }
+  if (!reset.empty()) {
+    std::string list;
+    for (const std::string &n : reset) list += (list.empty() ? "" : ", ") + n;
+    check.warnings.push_back(file + ": warning: optimizer state " + list +
+                             " not in the checkpoint; starting from its initial value");
+  }
+  return check;
+}
+
+} // namespace mpc::runtime::io

@@ -1,0 +1,92 @@
+//===- runtime/io/Checkpoint.h - training checkpoints -------------------===//
+//
+// A checkpoint is a safetensors file holding every parameter and every
+// optimizer state tensor of a plan (Adam moments, momentum buffers, step
+// counters), plus string metadata that says where training stood: the step,
+// the epoch and the position in it, the data order (shuffle and seed, dataset
+// size), the plan's checksum, its optimizer and the mpc version. Resuming
+// from it continues the run bit for bit (docs/runtime.md, "Checkpoints").
+//
+// Only strings may go in safetensors metadata, so numbers are written in
+// decimal and read back strictly. The file stays a plain safetensors file
+// that safetensors.torch.load_file reads.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/Executor.h"
+#include "runtime/io/Safetensors.h"
+#include "runtime/plan/Plan.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mpc::runtime::io {
+
+/// Where a training run stands after `step` steps.
+struct TrainingPosition {
+  int64_t step = 0;            ///< steps completed (the next step printed is step + 1)
+  int64_t epoch = 0;           ///< epochs completed: step / batchesPerEpoch
+  int64_t epochStep = 0;       ///< steps done in the current epoch: step % batchesPerEpoch
+  int64_t batchesPerEpoch = 1; ///< fixed by the dataset size and the batch
+  int64_t datasetRows = -1;    ///< rows of each input dataset; -1 when fed whole
+  bool shuffle = false;
+  uint64_t shuffleSeed = 0;
+};
+
+/// What a checkpoint records besides its tensors.
+struct CheckpointInfo {
+  TrainingPosition position;
+  uint64_t planChecksum = 0;
+  std::string model;     ///< the plan's model name, for messages
+  std::string optimizer; ///< describeOptimizer() of the plan that wrote it
+  std::string version;   ///< the mpc version that wrote it
+  std::vector<std::string> states; ///< names of the optimizer state tensors
+};
+
+/// A checkpoint read back: tensors by name and the recorded info.
+struct Checkpoint {
+  std::string file;
+  std::vector<NamedTensor> tensors; ///< sorted by name
+  bool resumable = false;           ///< false: parameters only (--save-params-only, other tools)
+  CheckpointInfo info;              ///< valid when resumable
+};
+
+/// "adam beta1=0.9 beta2=0.999 decoupled=false eps=1e-08 lr=0.001
+/// weight_decay=0": the optimizer of a plan as one comparable string, from
+/// its update instructions' attributes ("none" without one; distinct
+/// settings joined by "; ").
+std::string describeOptimizer(const plan::Plan &plan);
+
+/// Reads tensors `refs` from the executor, named as in the plan.
+std::vector<NamedTensor> readTensors(Executor &ex, const std::vector<plan::TensorRef> &refs);
+
+/// Writes every parameter and state tensor of `ex` and `info` as metadata,
+/// atomically (support/FileIO.h).
+void writeCheckpoint(const std::string &path, Executor &ex, const CheckpointInfo &info);
+/// Writes the parameters only, with no training metadata (for export).
+void writeParamsOnly(const std::string &path, Executor &ex);
+
+/// Reads a safetensors file; `resumable` when it carries mpc's training
+/// metadata. Malformed metadata is a UserError naming the file and the key.
+Checkpoint readCheckpoint(const std::string &path);
+
+/// How --resume treats a checkpoint from a different plan.
+struct ResumeCheck {
+  std::vector<std::string> warnings; ///< printed as notes by the caller
+};
+
+/// Checks that `ckpt` can resume `plan` (whose file checksum is
+/// `planChecksum`) and loads its parameters and state into `ex`:
+///   * the parameters must match by name, dtype and shape, always;
+///   * a different checksum is an error, unless `force` and the difference
+///     is the optimizer (its kind, hyper-parameters or state tensors): then
+///     state tensors that match by name, dtype and shape are loaded, and the
+///     plan's others keep their initial values (each named in a warning).
+/// Errors are UserErrors naming the file and what differs.
+ResumeCheck restoreCheckpoint(Executor &ex, const Checkpoint &ckpt, uint64_t planChecksum,
+                              bool force);
+
+} // namespace mpc::runtime::io

@@ -1,0 +1,161 @@
+//===- runtime/plan/OpSignatures.cpp - what the verifier knows of each op ===//
+#include "runtime/plan/OpSignatures.h"
+
+#include <algorithm>
+
+namespace mpc::plan {
+
+namespace {
+using K = AttrKind;
+
+const char *kindName(AttrKind k) {
+  switch (k) {
+  case K::Bool: return "a bool";
+  case K::Int: return "an integer";
+  case K::Float: return "a number";
+  case K::String: return "a string";
+  case K::Ints: return "a list of integers";
+  }
+  return "?";
+}
+
+bool hasKind(const AttrValue &v, AttrKind k) {
+  switch (k) {
+  case K::Bool: return std::holds_alternative<bool>(v);
+  case K::Int: return std::holds_alternative<int64_t>(v);
+  // An integral real may be written as an integer; kernels accept both.
+  case K::Float: return std::holds_alternative<double>(v) || std::holds_alternative<int64_t>(v);
+  case K::String: return std::holds_alternative<std::string>(v);
+  case K::Ints: return std::holds_alternative<std::vector<int64_t>>(v);
+  }
+  return false;
+}
+
+std::string dims(const std::vector<int64_t> &s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+  return out + "]";
+}
+} // namespace
+
+const std::vector<OpSignature> &opSignatures() {
+  static const std::vector<OpSignature> table = {
+      {"matmul", 2, 2, {{"transpose_a", K::Bool}, {"transpose_b", K::Bool}}},
+      {"add", 2, 2, {}},
+      {"sub", 2, 2, {}},
+      {"mul", 2, 2, {}},
+      {"div", 2, 2, {}},
+      {"neg", 1, 1, {}},
+      {"scale", 1, 1, {{"value", K::Float}}},
+      {"relu", 1, 1, {}},
+      {"sigmoid", 1, 1, {}},
+      {"tanh", 1, 1, {}},
+      {"gelu", 1, 1, {}},
+      {"exp", 1, 1, {}},
+      {"log", 1, 1, {}},
+      {"relu_grad", 2, 2, {}},
+      {"gelu_grad", 2, 2, {}},
+      {"sum", 1, 1, {{"axes", K::Ints}, {"keepdims", K::Bool}}},
+      {"mean", 1, 1, {{"axes", K::Ints}, {"keepdims", K::Bool}}},
+      {"broadcast_to", 1, 1, {{"shape", K::Ints}}},
+      {"reshape", 1, 1, {{"shape", K::Ints}}},
+      {"transpose", 1, 1, {{"perm", K::Ints}}},
+      {"fill", 0, 0, {{"value", K::Float}, {"shape", K::Ints}}},
+      {"softmax", 1, 1, {{"axis", K::Int}}},
+      {"log_softmax", 1, 1, {{"axis", K::Int}}},
+      {"softmax_grad", 2, 2, {{"axis", K::Int}}},
+      {"mse_loss", 2, 2, {}},
+      {"softmax_cross_entropy", 2, 2, {}},
+      {"softmax_cross_entropy_grad", 3, 3, {}},
+      {"copy", 1, 1, {}},
+      {"stop_gradient", 1, 1, {}},
+      {"sgd_update", 2, 4,
+       {{"lr", K::Float}, {"momentum", K::Float}, {"dampening", K::Float},
+        {"weight_decay", K::Float}, {"nesterov", K::Bool}}},
+      {"adam_update", 5, 5,
+       {{"lr", K::Float}, {"beta1", K::Float}, {"beta2", K::Float}, {"eps", K::Float},
+        {"weight_decay", K::Float}, {"decoupled", K::Bool}}},
+  };
+  return table;
+}
+
+const OpSignature *findOpSignature(const std::string &op) {
+  for (const OpSignature &s : opSignatures())
+    if (op == s.name) return &s;
+  return nullptr;
+}
+
+std::vector<std::pair<std::string, std::string>> checkKernel(const Instr &in,
+                                                             const DeviceProgram &device) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const OpSignature *sig = findOpSignature(in.op);
+  if (!sig) return out;
+  int n = int(in.inputs.size());
+  if (n < sig->minInputs || n > sig->maxInputs) {
+    out.emplace_back("/inputs", "'" + in.op + "' takes " + std::to_string(sig->minInputs) +
+                                    (sig->maxInputs != sig->minInputs
+                                         ? " to " + std::to_string(sig->maxInputs)
+                                         : std::string()) +
+                                    " operands, got " + std::to_string(n));
+    return out;
+  }
+  bool attrsOk = true;
+  for (const auto &[name, kind] : sig->attrs) {
+    auto it = in.attrs.find(name);
+    if (it == in.attrs.end()) {
+      out.emplace_back("/attrs", "'" + in.op + "' without its attribute '" + name + "' (" +
+                                     kindName(kind) + ")");
+      attrsOk = false;
+    } else if (!hasKind(it->second, kind)) {
+      out.emplace_back(std::string("/attrs/") + name,
+                       std::string("attribute '") + name + "' of '" + in.op + "' must be " + kindName(kind));
+      attrsOk = false;
+    }
+  }
+  for (const auto &[name, value] : in.attrs) {
+    bool declared = std::any_of(sig->attrs.begin(), sig->attrs.end(),
+                                [&](const auto &a) { return name == a.first; });
+    if (!declared) out.emplace_back("/attrs/" + name, "'" + in.op + "' has no attribute '" + name + "'");
+  }
+  if (!attrsOk) return out;
+
+  // Shape rules of the ops whose attributes state a shape, so the
+  // attributes and the buffers cannot disagree.
+  const Buffer &result = device.buffers[in.output];
+  auto ints = [&](const char *name) { return std::get<std::vector<int64_t>>(in.attrs.at(name)); };
+  if (in.op == "fill" || in.op == "broadcast_to") {
+    if (ints("shape") != result.shape)
+      out.emplace_back("/attrs/shape", "'" + in.op + "' shape " + dims(ints("shape")) +
+                                           " differs from its result buffer's " + dims(result.shape));
+  } else if (in.op == "reshape") {
+    const Buffer &x = device.buffers[in.inputs[0]];
+    std::vector<int64_t> shape = ints("shape");
+    bool ok = shape.size() == result.shape.size();
+    for (size_t i = 0; ok && i < shape.size(); ++i) ok = shape[i] == -1 || shape[i] == result.shape[i];
+    if (!ok)
+      out.emplace_back("/attrs/shape", "'reshape' shape " + dims(shape) +
+                                           " differs from its result buffer's " + dims(result.shape));
+    else if (x.numElements() != result.numElements() || x.dtype != result.dtype)
+      out.emplace_back("/output", "'reshape' of " + dims(x.shape) + " into " + dims(result.shape) +
+                                      " changes the element count or type");
+  } else if (in.op == "matmul") {
+    const Buffer &a = device.buffers[in.inputs[0]], &b = device.buffers[in.inputs[1]];
+    if (a.shape.size() != 2 || b.shape.size() != 2 || result.shape.size() != 2) {
+      out.emplace_back("/inputs", "'matmul' needs rank-2 operands and result, got " +
+                                      dims(a.shape) + " x " + dims(b.shape) + " -> " +
+                                      dims(result.shape));
+    } else {
+      bool ta = std::get<bool>(in.attrs.at("transpose_a"));
+      bool tb = std::get<bool>(in.attrs.at("transpose_b"));
+      int64_t m = a.shape[ta ? 1 : 0], k = a.shape[ta ? 0 : 1];
+      int64_t k2 = b.shape[tb ? 1 : 0], nn = b.shape[tb ? 0 : 1];
+      if (k != k2 || result.shape != std::vector<int64_t>{m, nn})
+        out.emplace_back("/output", "'matmul' of " + dims(a.shape) + (ta ? "^T" : "") + " x " +
+                                        dims(b.shape) + (tb ? "^T" : "") + " cannot give " +
+                                        dims(result.shape));
+    }
+  }
+  return out;
+}
+
+} // namespace mpc::plan
