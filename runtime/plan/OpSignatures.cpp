@@ -61,6 +61,8 @@ const std::vector<OpSignature> &opSignatures() {
       {"reshape", 1, 1, {{"shape", K::Ints}}},
       {"transpose", 1, 1, {{"perm", K::Ints}}},
       {"fill", 0, 0, {{"value", K::Float}, {"shape", K::Ints}}},
+      {"slice", 1, 1, {{"axis", K::Int}, {"start", K::Int}, {"stop", K::Int}}},
+      {"concat", 2, 2, {{"axis", K::Int}}},
       {"softmax", 1, 1, {{"axis", K::Int}}},
       {"log_softmax", 1, 1, {{"axis", K::Int}}},
       {"softmax_grad", 2, 2, {{"axis", K::Int}}},

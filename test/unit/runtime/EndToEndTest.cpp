@@ -169,14 +169,6 @@ Compiled compile(const std::string &json, std::map<std::string, std::string> gro
   return c;
 }
 
-
-/// 1e-5, Glow's min of absolute and relative error. A random model whose
-/// training diverges (values beyond 1e6: random model 179 reaches 1e24 in
-/// three steps) compounds float32 rounding in each of its exploding terms,
-/// and how much depends on the BLAS kernel the machine picks; such values
-/// are held to 1e-4.
-double toleranceFor(double want) { return std::abs(want) > 1e6 ? 1e-4 : 1e-5; }
-
 /// 1e-5, Glow's min of absolute and relative error. A random model whose
 /// training diverges (values beyond 1e6: random model 179 reaches 1e24 in
 /// three steps) compounds float32 rounding in each of its exploding terms,
