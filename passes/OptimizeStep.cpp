@@ -13,7 +13,7 @@
 //      nothing to do.
 //   2. The optimizer is the model's `optimizer`, else SGD with lr 0.01;
 //      --optimizer replaces its kind (keeping lr and weight decay) and --lr
-//      its learning rate.
+//      its learning rate. The result is recorded as the graph's optimizer.
 //   3. For each parameter, in model order, that has a gradient: create its
 //      state (SGD needs state only with momentum) and its update op, with the
 //      optimizer's hyper-parameters as attributes (adamw: adam_update with
@@ -58,6 +58,9 @@ public:
   bool run(Graph &g, PassContext &ctx) override {
     if (g.loss.empty() || g.has(ir::kOptimized)) return false;
     ir::OptimizerSpec opt = effectiveOptimizer(g, ctx.options);
+    // The graph records what it is trained with (flags applied, defaults
+    // filled in): the plan's optimizer description is taken from here.
+    g.optimizer = opt;
 
     std::vector<Node *> params;
     for (const auto &n : g.nodes())
