@@ -26,7 +26,8 @@ plan::Plan lowerToPlan(const ir::Graph &graph, const LowerOptions &options) {
   //    for a micro-batched graph, the pipeline schedule's order (PipelineSchedule.cpp).
   orderNodes(st);
   if (isPipelined(graph)) orderNodesPipelined(st);
-  // 3. One buffer per value on its device; updates reuse their parameter's (Values.cpp).
+  // 3. One buffer per value on its device; updates reuse their parameter's, a
+  //    matmul that accumulates reuses its dying accumulator's (Values.cpp).
   createBuffers(st);
   // 4. Per-device instruction lists: kernels, early sends, late receives (Schedule.cpp).
   scheduleInstructions(st);

@@ -90,11 +90,28 @@ void createBuffers(LoweringState &st) {
   const ir::Graph &g = st.graph;
   std::set<std::string> persistentNames(g.outputs.begin(), g.outputs.end());
   if (!g.loss.empty()) persistentNames.insert(g.loss);
+  std::map<const ir::Node *, int> users;
+  for (const auto &n : g.nodes())
+    for (const ir::Node *in : std::set<const ir::Node *>(n->inputs.begin(), n->inputs.end()))
+      ++users[in];
+  // A matmul's accumulator (op(a) op(b) + c) that nothing else reads is
+  // updated in place: the result takes c's arena buffer.
+  auto accumulatesInPlace = [&](const ir::Node *n) {
+    if (!n->isOp(ir::OpKind::MatMul) || n->inputs.size() != 3) return false;
+    const ir::Node *c = n->inputs[2];
+    return c->isOp() && users[c] == 1 && c != n->inputs[0] && c != n->inputs[1] &&
+           c->device == n->device && !persistentNames.count(c->name) &&
+           !persistentNames.count(n->name);
+  };
   for (const ir::Node *n : st.topo) {
     uint32_t dev = st.deviceOf(n);
     if (isOptimizerUpdate(n)) {
       MPC_ASSERT(!n->inputs.empty(), "optimizer update " + n->name + " without operands");
       st.slots[n] = st.slots.at(n->inputs[0]);
+      continue;
+    }
+    if (accumulatesInPlace(n)) {
+      st.slots[n] = st.slots.at(n->inputs[2]);
       continue;
     }
     plan::DeviceProgram &program = st.plan.devices[dev];

@@ -14,7 +14,8 @@
 //      `<loss>.grad`.
 //   3. Visit the kept op nodes in reverse topological order. A value's
 //      gradient is the sum (add) of its consumers' contributions, in the
-//      consumers' creation order, built on the
+//      consumers' creation order (a contribution that is a fresh matmul adds
+//      the running sum as its accumulator operand instead), built on the
 //      value's own device and named `<value>.grad`; a contribution computed
 //      on another device is first copied there (with explicit forward copies
 //      this never happens: the copy rule already sends it back). The op's
@@ -178,11 +179,26 @@ private:
       if (sum->name != want && renamable(sum) && !g_.find(want)) g_.rename(sum, want);
     } else {
       for (size_t i = 1; i < parts.size(); ++i)
-        sum = b.create(ir::OpKind::Add, {sum, parts[i]}, {},
-                       i + 1 == parts.size() ? want : want + ".partial");
+        sum = accumulate(b, sum, parts[i], i + 1 == parts.size() ? want : want + ".partial",
+                         std::count(parts.begin(), parts.end(), parts[i]) == 1);
     }
     claimed_.insert(sum);
     return sum;
+  }
+
+  /// sum + part. A part that is a matmul this pass just made, used nowhere
+  /// else, takes the sum as its accumulator operand instead (op(a) op(b) + c
+  /// in one GEMM): a weight gradient summed over micro-batches then costs no
+  /// extra pass over memory, and codegen lets the sum be updated in place.
+  Node *accumulate(Builder &b, Node *sum, Node *part, const std::string &name, bool single) {
+    if (single && part->isOp(ir::OpKind::MatMul) && part->inputs.size() == 2 &&
+        part->id >= firstNewId_ && !claimed_.count(part) && g_.users(part).empty()) {
+      Node *fused = b.create(ir::OpKind::MatMul, {part->inputs[0], part->inputs[1], sum},
+                             part->attrs, name);
+      g_.erase(part);
+      return fused;
+    }
+    return b.create(ir::OpKind::Add, {sum, part}, {}, name);
   }
 
   void eraseDeadGradientNodes() {

@@ -26,17 +26,25 @@ TensorType inferMatMul(std::span<const TensorType> ops, const AttrMap &attrs) {
   auto [m, ka] = logicalDims(a, getBool(attrs, "transpose_a"));
   auto [kb, n] = logicalDims(b, getBool(attrs, "transpose_b"));
   if (ka != kb) throw RuleError("shape mismatch: " + pairStr(a, b));
-  return {DType::F32, {m, n}};
+  TensorType result{DType::F32, {m, n}};
+  if (ops.size() == 3 && ops[2] != result)
+    throw RuleError("matmul accumulator 'c' " + ops[2].str() + " does not match the product " +
+                    result.str());
+  return result;
 }
 
 std::vector<Node *> gradMatMul(Builder &b, const Node &node, Node *dy) {
   Node *x = node.inputs[0], *w = node.inputs[1];
   bool ta = getBool(node.attrs, "transpose_a"), tb = getBool(node.attrs, "transpose_b");
-  // C = op(A) op(B); each case writes dA and dB directly in A's and B's layout.
-  if (!ta && !tb) return {b.matmul(dy, w, false, true), b.matmul(x, dy, true, false)};
-  if (ta && !tb) return {b.matmul(w, dy, false, true), b.matmul(x, dy, false, false)};
-  if (!ta && tb) return {b.matmul(dy, w, false, false), b.matmul(dy, x, true, false)};
-  return {b.matmul(w, dy, true, true), b.matmul(dy, x, true, true)};
+  // C = op(A) op(B) [+ C0]; each case writes dA and dB directly in A's and
+  // B's layout; the accumulator's gradient is dy itself.
+  std::vector<Node *> g;
+  if (!ta && !tb) g = {b.matmul(dy, w, false, true), b.matmul(x, dy, true, false)};
+  else if (ta && !tb) g = {b.matmul(w, dy, false, true), b.matmul(x, dy, false, false)};
+  else if (!ta && tb) g = {b.matmul(dy, w, false, false), b.matmul(dy, x, true, false)};
+  else g = {b.matmul(w, dy, true, true), b.matmul(dy, x, true, true)};
+  if (node.inputs.size() == 3) g.push_back(dy);
+  return g;
 }
 
 void refMatMul(std::span<RefTensor *const> ops, const AttrMap &attrs, RefTensor &out) {
@@ -54,14 +62,15 @@ void refMatMul(std::span<RefTensor *const> ops, const AttrMap &attrs, RefTensor 
     for (int64_t j = 0; j < n; ++j) {
       double s = 0;
       for (int64_t p = 0; p < k; ++p) s += at(i, p) * bt(p, j);
-      out.data[size_t(i * n + j)] = s;
+      out.data[size_t(i * n + j)] = s + (ops.size() == 3 ? ops[2]->data[size_t(i * n + j)] : 0.0);
     }
 }
 
 double flopsMatMul(std::span<const TensorType> ops, const TensorType &result,
                    const AttrMap &attrs) {
   int64_t k = getBool(attrs, "transpose_a") ? ops[0].shape[0] : ops[0].shape[1];
-  return 2.0 * double(result.shape[0]) * double(result.shape[1]) * double(k);
+  double accumulate = ops.size() == 3 ? double(result.numElements()) : 0.0;
+  return 2.0 * double(result.shape[0]) * double(result.shape[1]) * double(k) + accumulate;
 }
 
 /// Rows of op(a) are rows of the result; anything else contracts over, or
@@ -71,8 +80,12 @@ BatchResult batchMatMul(const BatchQuery &q) {
     throw RuleError(getBool(q.attrs, "transpose_b")
                         ? "operand 'b' is batched and transpose_b moves the batch to axis 1"
                         : "operand 'b' is batched and matmul contracts over its axis 0");
+  if (q.classes[0] != BatchClass::Batched)
+    throw RuleError("operand 'c' is batched but the product op(a) x op(b) is not");
   if (getBool(q.attrs, "transpose_a"))
     throw RuleError("operand 'a' is batched and transpose_a contracts over its batch axis");
+  if (q.classes.size() == 3 && q.classes[2] != BatchClass::Batched)
+    throw RuleError("operand 'c' is not batched data but has the batch's rows");
   return {};
 }
 
@@ -81,8 +94,9 @@ BatchResult batchMatMul(const BatchQuery &q) {
 void addLinalgOps(std::vector<OpInfo> &t) {
   OpInfo r = makeOp(OpKind::MatMul, "matmul", "Linalg",
                     "matrix product op(a) x op(b) of rank-2 f32 operands, op an optional "
-                    "transpose",
-                    {"a", "b"});
+                    "transpose, plus c when given (gradient accumulation)",
+                    {"a", "b", "c"});
+  r.minArity = 2;
   r.attrs = {attr("transpose_a", AttrType::Bool, false, "use the transpose of a"),
              attr("transpose_b", AttrType::Bool, false, "use the transpose of b")};
   r.infer = inferMatMul;

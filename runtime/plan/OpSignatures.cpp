@@ -40,7 +40,7 @@ std::string dims(const std::vector<int64_t> &s) {
 
 const std::vector<OpSignature> &opSignatures() {
   static const std::vector<OpSignature> table = {
-      {"matmul", 2, 2, {{"transpose_a", K::Bool}, {"transpose_b", K::Bool}}},
+      {"matmul", 2, 3, {{"transpose_a", K::Bool}, {"transpose_b", K::Bool}}},
       {"add", 2, 2, {}},
       {"sub", 2, 2, {}},
       {"mul", 2, 2, {}},
@@ -155,6 +155,10 @@ std::vector<std::pair<std::string, std::string>> checkKernel(const Instr &in,
         out.emplace_back("/output", "'matmul' of " + dims(a.shape) + (ta ? "^T" : "") + " x " +
                                         dims(b.shape) + (tb ? "^T" : "") + " cannot give " +
                                         dims(result.shape));
+      if (in.inputs.size() == 3 && device.buffers[in.inputs[2]].shape != result.shape)
+        out.emplace_back("/inputs/2", "'matmul' accumulator " +
+                                          dims(device.buffers[in.inputs[2]].shape) +
+                                          " does not match the result " + dims(result.shape));
     }
   }
   return out;

@@ -33,6 +33,12 @@ void prepareMatMul(KernelInstance &k) {
   if (ka != kb || k.out.shape[0] != m || k.out.shape[1] != n)
     throw RuleError("shape mismatch: " + shapeStr(a.shape) + " x " + shapeStr(b.shape) +
                     " -> " + shapeStr(k.out.shape));
+  if (k.in.size() == 3) {
+    requireDType(k.in[2], plan::DType::F32, "operand 'c'");
+    if (k.in[2].shape != k.out.shape)
+      throw RuleError("accumulator 'c' " + shapeStr(k.in[2].shape) + " does not match the result " +
+                      shapeStr(k.out.shape));
+  }
   const int64_t kMax = int64_t(1) << 31;
   if (m >= kMax || n >= kMax || ka >= kMax)
     throw RuleError("matmul dimensions too large for BLAS");
@@ -40,21 +46,27 @@ void prepareMatMul(KernelInstance &k) {
             tb};
 }
 
+/// With an accumulator c the result is op(a) op(b) + c: sgemm with beta = 1
+/// on c's values, in place when the plan gives the result c's buffer (the
+/// accumulation of a micro-batch's weight gradient), after a copy otherwise.
 void runMatMul(const KernelInstance &k) {
   int64_t m = k.ints[0], n = k.ints[1], kk = k.ints[2];
   if (m == 0 || n == 0) return;
+  bool accumulate = k.in.size() == 3;
+  if (accumulate && k.in[2].data != k.out.data)
+    std::memcpy(k.out.data, k.in[2].data, size_t(m * n) * 4);
   if (kk == 0) {
-    std::memset(k.out.data, 0, size_t(m * n) * 4);
+    if (!accumulate) std::memset(k.out.data, 0, size_t(m * n) * 4);
     return;
   }
   cblas_sgemm(CblasRowMajor, k.ints[5] ? CblasTrans : CblasNoTrans,
               k.ints[6] ? CblasTrans : CblasNoTrans, int(m), int(n), int(kk), 1.0f,
-              k.in[0].f(), int(k.ints[3]), k.in[1].f(), int(k.ints[4]), 0.0f, k.out.f(),
-              int(std::max<int64_t>(1, n)));
+              k.in[0].f(), int(k.ints[3]), k.in[1].f(), int(k.ints[4]), accumulate ? 1.0f : 0.0f,
+              k.out.f(), int(std::max<int64_t>(1, n)));
 }
 
 } // namespace
 
-void addMatMulKernels(CpuKernelRegistry &r) { r.add("matmul", {prepareMatMul, runMatMul, 2, 2}); }
+void addMatMulKernels(CpuKernelRegistry &r) { r.add("matmul", {prepareMatMul, runMatMul, 2, 3}); }
 
 } // namespace mpc::runtime::cpu

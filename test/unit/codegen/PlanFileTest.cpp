@@ -379,8 +379,12 @@ TEST(PlanVerifier, RejectsMissingAndMistypedAttributes) {
   m["devices"][md]["instrs"][mi]["attrs"]["alpha"] = 2.0;
   expectError(m, "/attrs/alpha: 'matmul' has no attribute 'alpha'");
   m = meta;
-  m["devices"][md]["instrs"][mi]["inputs"].push_back(m["devices"][md]["instrs"][mi]["inputs"][0]);
-  expectError(m, "/inputs: 'matmul' takes 2 operands, got 3");
+  json &inputs = m["devices"][md]["instrs"][mi]["inputs"];
+  json w = inputs[1]; // the first matmul is x [100,2] x w0 [2,2]: w0 is no accumulator
+  inputs.push_back(w);
+  expectError(m, "/inputs/2: 'matmul' accumulator [2,2] does not match the result [100,2]");
+  inputs.push_back(w);
+  expectError(m, "/inputs: 'matmul' takes 2 to 3 operands, got 4");
 }
 
 TEST(PlanVerifier, RejectsShapesThatBreakTheOpRule) {

@@ -84,6 +84,9 @@ std::vector<OpCase> buildCases() {
       {{"transpose_a", true}, {"transpose_b", true}});
   add(OpKind::MatMul, "outer", {f32({3, 1}), f32({1, 2})});
   add(OpKind::MatMul, "dot", {f32({1, 6}), f32({6, 1})});
+  // With the accumulator operand c: op(a) op(b) + c.
+  add(OpKind::MatMul, "acc_nn", {f32({3, 4}), f32({4, 5}), f32({3, 5})});
+  add(OpKind::MatMul, "acc_tn", {f32({4, 3}), f32({4, 5}), f32({3, 5})}, {{"transpose_a", true}});
 
   // Broadcasting binaries.
   for (OpKind k : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div}) {
