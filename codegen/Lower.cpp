@@ -36,9 +36,11 @@ plan::Plan lowerToPlan(const ir::Graph &graph, const LowerOptions &options) {
     planArena(program, computeLiveness(program));
     planPersistent(program);
   }
-  // 6. What the user sees: inputs, outputs, params, states, loss, optimizer (Values.cpp).
+  // 6. What the user sees: inputs, outputs, params, states, loss, optimizer; the
+  //    op table's entries for the ops the kernels name (Values.cpp).
   describeInterface(st);
   describeOptimizer(st);
+  describeOps(st);
   // 7. Initial values of params then states (Values.cpp).
   computeInitialValues(st, options.seed);
 

@@ -26,6 +26,11 @@ struct LowerOptions {
 /// explicit), InternalError on broken invariants.
 plan::Plan lowerToPlan(const ir::Graph &graph, const LowerOptions &options);
 
+/// Sets plan.ops, the op table's entries (operand counts, attributes and their
+/// kinds, from the ops' records) for every op the plan's kernels name. The
+/// lowering calls it; so do tests that build plans by hand.
+void fillOpTable(plan::Plan &plan);
+
 /// `mpc compile --stats`: per device, peak arena bytes, persistent bytes and
 /// the bytes a no-reuse plan would need; instruction counts; transfers.
 void printPlanStats(const plan::Plan &plan, std::ostream &os);

@@ -52,6 +52,9 @@ void checkAndCollectDevices(LoweringState &st);
 void createBuffers(LoweringState &st);
 void describeInterface(LoweringState &st);
 void describeOptimizer(LoweringState &st);
+/// The op table's entry (operand counts, attributes and their kinds) for every
+/// op the kernels name, from the ops' records.
+void describeOps(LoweringState &st);
 void computeInitialValues(LoweringState &st, uint64_t seed);
 
 // Schedule.cpp

@@ -12,6 +12,7 @@
 // its operand 0's buffer; no new buffer is made for it.
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/Lower.h"
 #include "codegen/LowerSteps.h"
 
 #include "ir/Device.h"
@@ -155,6 +156,36 @@ void describeInterface(LoweringState &st) {
     MPC_ASSERT(n, "loss '" + g.loss + "' is not a value of the graph");
     st.plan.hasLoss = true;
     st.plan.loss = ref(n);
+  }
+}
+
+void describeOps(LoweringState &st) { fillOpTable(st.plan); }
+
+void fillOpTable(plan::Plan &plan) {
+  plan.ops.clear();
+  std::set<std::string> names;
+  for (const plan::DeviceProgram &d : plan.devices)
+    for (const plan::Instr &in : d.instrs)
+      if (in.kind == plan::InstrKind::Kernel) names.insert(in.op);
+  for (const std::string &name : names) { // sorted, as the plan requires
+    const ir::OpInfo *info = ir::lookupOp(name);
+    MPC_ASSERT(info, "kernel names unknown op '" + name + "'");
+    plan::OpSignature s;
+    s.name = name;
+    s.minInputs = uint32_t(info->minArity);
+    s.maxInputs = uint32_t(info->maxArity());
+    for (const ir::AttrSpec &a : info->attrs) {
+      plan::AttrKind k = plan::AttrKind::Bool;
+      switch (a.type) {
+      case ir::AttrType::Bool: k = plan::AttrKind::Bool; break;
+      case ir::AttrType::Int: k = plan::AttrKind::Int; break;
+      case ir::AttrType::Float: k = plan::AttrKind::Float; break;
+      case ir::AttrType::String: k = plan::AttrKind::String; break;
+      case ir::AttrType::Ints: k = plan::AttrKind::Ints; break;
+      }
+      s.attrs.emplace_back(a.name, k);
+    }
+    plan.ops.push_back(std::move(s));
   }
 }
 

@@ -1,4 +1,4 @@
-//===- runtime/plan/OpSignatures.cpp - what the verifier knows of each op ===//
+//===- runtime/plan/OpSignatures.cpp - kernels against the plan's op table ===//
 #include "runtime/plan/OpSignatures.h"
 
 #include <algorithm>
@@ -38,61 +38,29 @@ std::string dims(const std::vector<int64_t> &s) {
 }
 } // namespace
 
-const std::vector<OpSignature> &opSignatures() {
-  static const std::vector<OpSignature> table = {
-      {"matmul", 2, 3, {{"transpose_a", K::Bool}, {"transpose_b", K::Bool}}},
-      {"add", 2, 2, {}},
-      {"sub", 2, 2, {}},
-      {"mul", 2, 2, {}},
-      {"div", 2, 2, {}},
-      {"neg", 1, 1, {}},
-      {"scale", 1, 1, {{"value", K::Float}}},
-      {"relu", 1, 1, {}},
-      {"sigmoid", 1, 1, {}},
-      {"tanh", 1, 1, {}},
-      {"gelu", 1, 1, {}},
-      {"exp", 1, 1, {}},
-      {"log", 1, 1, {}},
-      {"relu_grad", 2, 2, {}},
-      {"gelu_grad", 2, 2, {}},
-      {"sum", 1, 1, {{"axes", K::Ints}, {"keepdims", K::Bool}}},
-      {"mean", 1, 1, {{"axes", K::Ints}, {"keepdims", K::Bool}}},
-      {"broadcast_to", 1, 1, {{"shape", K::Ints}}},
-      {"reshape", 1, 1, {{"shape", K::Ints}}},
-      {"transpose", 1, 1, {{"perm", K::Ints}}},
-      {"fill", 0, 0, {{"value", K::Float}, {"shape", K::Ints}}},
-      {"slice", 1, 1, {{"axis", K::Int}, {"start", K::Int}, {"stop", K::Int}}},
-      {"concat", 2, 2, {{"axis", K::Int}}},
-      {"softmax", 1, 1, {{"axis", K::Int}}},
-      {"log_softmax", 1, 1, {{"axis", K::Int}}},
-      {"softmax_grad", 2, 2, {{"axis", K::Int}}},
-      {"mse_loss", 2, 2, {}},
-      {"softmax_cross_entropy", 2, 2, {}},
-      {"softmax_cross_entropy_grad", 3, 3, {}},
-      {"copy", 1, 1, {}},
-      {"stop_gradient", 1, 1, {}},
-      {"sgd_update", 2, 4,
-       {{"lr", K::Float}, {"momentum", K::Float}, {"dampening", K::Float},
-        {"weight_decay", K::Float}, {"nesterov", K::Bool}}},
-      {"adam_update", 5, 5,
-       {{"lr", K::Float}, {"beta1", K::Float}, {"beta2", K::Float}, {"eps", K::Float},
-        {"weight_decay", K::Float}, {"decoupled", K::Bool}}},
-  };
-  return table;
+const char *attrKindName(AttrKind k) {
+  switch (k) {
+  case K::Bool: return "bool";
+  case K::Int: return "int";
+  case K::Float: return "float";
+  case K::String: return "string";
+  case K::Ints: return "ints";
+  }
+  return "?";
 }
 
-const OpSignature *findOpSignature(const std::string &op) {
-  for (const OpSignature &s : opSignatures())
-    if (op == s.name) return &s;
-  return nullptr;
+const OpSignature *findOpSignature(const Plan &plan, const std::string &op) {
+  auto it = std::lower_bound(plan.ops.begin(), plan.ops.end(), op,
+                             [](const OpSignature &s, const std::string &n) { return s.name < n; });
+  return it != plan.ops.end() && it->name == op ? &*it : nullptr;
 }
 
 std::vector<std::pair<std::string, std::string>> checkKernel(const Instr &in,
+                                                             const OpSignature &signature,
                                                              const DeviceProgram &device) {
   std::vector<std::pair<std::string, std::string>> out;
-  const OpSignature *sig = findOpSignature(in.op);
-  if (!sig) return out;
-  int n = int(in.inputs.size());
+  const OpSignature *sig = &signature;
+  uint32_t n = uint32_t(in.inputs.size());
   if (n < sig->minInputs || n > sig->maxInputs) {
     out.emplace_back("/inputs", "'" + in.op + "' takes " + std::to_string(sig->minInputs) +
                                     (sig->maxInputs != sig->minInputs

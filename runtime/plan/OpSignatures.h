@@ -1,10 +1,11 @@
-//===- runtime/plan/OpSignatures.h - what the verifier knows of each op -===//
+//===- runtime/plan/OpSignatures.h - kernels against the plan's op table -===//
 //
-// The runtime may not include ir/, so the plan verifier carries its own copy
-// of the op facts it checks: operand counts, every declared attribute with
-// its type (codegen writes all of them), and shape rules for the ops whose
-// attributes describe a shape. A unit test (test/unit/codegen) compares this
-// table with the op table of ir/ so the two cannot drift apart.
+// A plan carries the op table's facts about every op its kernels name
+// (Plan::ops: operand counts, declared attributes with their kinds), written
+// by codegen from the op records of ir/. The verifier checks each kernel
+// instruction against its op's entry, and the shapes of the ops whose
+// attributes state a shape against their rules, so attributes and buffers
+// cannot disagree.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -17,23 +18,16 @@
 
 namespace mpc::plan {
 
-enum class AttrKind : uint8_t { Bool, Int, Float, String, Ints };
+/// "bool", "int", "float", "string", "ints": the kinds as plan.bin writes them.
+const char *attrKindName(AttrKind k);
 
-struct OpSignature {
-  const char *name;
-  int minInputs, maxInputs;
-  std::vector<std::pair<const char *, AttrKind>> attrs; ///< every declared attribute
-};
+/// The plan's entry for `op`, or nullptr.
+const OpSignature *findOpSignature(const Plan &plan, const std::string &op);
 
-/// Every op a plan may name, in ir/OpList.def order.
-const std::vector<OpSignature> &opSignatures();
-/// The signature of `op`, or nullptr (an op unknown here is left to the
-/// backend's kernel registry, which suggests the closest name).
-const OpSignature *findOpSignature(const std::string &op);
-
-/// Problems of one kernel instruction against its signature, as
+/// Problems of one kernel instruction against its op's entry, as
 /// ("/attrs/shape", "message") pairs relative to the instruction.
 std::vector<std::pair<std::string, std::string>> checkKernel(const Instr &in,
+                                                             const OpSignature &sig,
                                                              const DeviceProgram &device);
 
 } // namespace mpc::plan

@@ -120,6 +120,19 @@ struct PipelineInfo {
   std::vector<uint32_t> stages;
 };
 
+/// The kinds of kernel attribute values (the IR's attribute types).
+enum class AttrKind : uint8_t { Bool, Int, Float, String, Ints };
+
+/// What the op table says of one op the plan's kernels name: its operand
+/// counts and every attribute it declares, with its kind. Codegen copies it
+/// from the op's record (ir/ops/), so the runtime can check instructions
+/// against the op table without including ir/.
+struct OpSignature {
+  std::string name;
+  uint32_t minInputs = 0, maxInputs = 0;
+  std::vector<std::pair<std::string, AttrKind>> attrs; ///< in declaration order
+};
+
 struct Plan {
   std::string model;
   uint64_t seed = 0; ///< the seed the initial values were drawn with
@@ -132,6 +145,8 @@ struct Plan {
   TensorRef loss; ///< valid when hasLoss
   Optimizer optimizer;
   PipelineInfo pipeline;
+  /// One entry per op the kernels name, sorted by name.
+  std::vector<OpSignature> ops;
   /// Initial values of params then states, in that order, as float32 /
   /// int32 bytes (4 per element).
   std::vector<std::vector<uint8_t>> initialValues;

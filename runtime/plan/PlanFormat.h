@@ -18,8 +18,9 @@ inline constexpr uint8_t kPlanMagic[8] = {'M', 'P', 'C', 'P', 'L', 'A', 'N', 0};
 
 /// The format version this mpc writes and the newest it reads. Bumped on any
 /// change a version-1 reader would misread (docs/plan-format.md, versioning).
-/// Version 2 added pipeline schedules (instruction `action`, top-level
-/// `pipeline`); version-1 files are read as plans without them.
+/// Version 2 added the op table (`ops`) and pipeline schedules (instruction
+/// `action`, top-level `pipeline`). Plans are compiled artifacts: a reader
+/// reads its own version only.
 inline constexpr uint32_t kPlanFormatVersion = 2;
 
 /// Header fields, all little-endian, at these byte offsets.

@@ -16,6 +16,7 @@
 //   4. verifyPlan: the cross-references (buffers, channels, bounds).
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/plan/OpSignatures.h"
 #include "runtime/plan/PlanFormat.h"
 #include "runtime/plan/PlanIO.h"
 
@@ -28,6 +29,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 namespace mpc::plan {
 
@@ -299,6 +301,31 @@ public:
     const json &hyper = object(field(opt, "hyper", "/optimizer"), "/optimizer/hyper");
     for (const auto &[k, v] : hyper.items())
       p.optimizer.hyper[k] = number(v, "/optimizer/hyper/" + k);
+    const json &ops = array(field(meta, "ops", ""), "/ops");
+    for (size_t i = 0; i < ops.size(); ++i) {
+      std::string op = "/ops/" + std::to_string(i);
+      OpSignature s;
+      s.name = str(field(ops[i], "name", op), op + "/name");
+      const json &n = array(field(ops[i], "operands", op), op + "/operands");
+      if (n.size() != 2) fail(op + "/operands", "expected [min, max]");
+      s.minInputs = uint32_t(u64(n[0], op + "/operands/0", 64));
+      s.maxInputs = uint32_t(u64(n[1], op + "/operands/1", 64));
+      const json &attrs = array(field(ops[i], "attrs", op), op + "/attrs");
+      for (size_t a = 0; a < attrs.size(); ++a) {
+        std::string ap = op + "/attrs/" + std::to_string(a);
+        const json &pair = array(attrs[a], ap);
+        if (pair.size() != 2) fail(ap, "expected [name, kind]");
+        std::string kind = str(pair[1], ap + "/1");
+        std::optional<AttrKind> k;
+        for (AttrKind c : {AttrKind::Bool, AttrKind::Int, AttrKind::Float, AttrKind::String,
+                           AttrKind::Ints})
+          if (kind == attrKindName(c)) k = c;
+        if (!k) fail(ap + "/1", "unknown attribute kind '" + kind +
+                                    "' (expected bool, int, float, string or ints)");
+        s.attrs.emplace_back(str(pair[0], ap + "/0"), *k);
+      }
+      p.ops.push_back(std::move(s));
+    }
     if (auto it = meta.find("pipeline"); it != meta.end()) {
       const json &pj = object(*it, "/pipeline");
       p.pipeline.microbatches =
@@ -335,6 +362,10 @@ Plan deserializePlan(const uint8_t *data, size_t size, const std::string &file) 
     throw headerError("plan format version " + std::to_string(version) +
                       " is newer than this mpc supports (" + std::to_string(kPlanFormatVersion) + ")");
   if (version == 0) throw headerError("invalid plan format version 0");
+  if (version < kPlanFormatVersion)
+    throw headerError("plan format version " + std::to_string(version) +
+                      " is older than this mpc reads (" + std::to_string(kPlanFormatVersion) +
+                      "): compile the model again with this mpc");
   uint32_t flags = uint32_t(loadLE(data + kHeaderFlagsOffset, 4));
   if (flags != 0) throw headerError("unknown flags " + hex(flags) + " (expected 0)");
   uint64_t metaLen = loadLE(data + kHeaderMetaLenOffset, 8);

@@ -7,8 +7,8 @@
 // one to one by channel with consistent peers and equal types, tensor refs
 // pointing at persistent buffers of their type, initial values sized by their
 // tensors, persistent buffers that never share bytes, kernels with their
-// operand counts, every declared attribute with its type and the shape rules
-// of OpSignatures.h, and a schedule that cannot deadlock (a simulation with sends that
+// operand counts and every declared attribute with its type as the plan's op
+// table states them, the shape rules of OpSignatures.h, and a schedule that cannot deadlock (a simulation with sends that
 // never block and receives that wait). Problems are reported, all of them, as
 // "PATH: message" with a JSON-pointer-like path into the plan.
 //
@@ -109,14 +109,32 @@ struct Verifier {
     }
   }
 
-  /// Operand counts, attributes and shape rules (runtime/plan/OpSignatures.h).
+  /// The op table the plan carries: one entry per op, sorted by name.
+  void checkOpTable() {
+    for (size_t i = 0; i < plan.ops.size(); ++i) {
+      const OpSignature &s = plan.ops[i];
+      std::string p = "/ops/" + std::to_string(i);
+      if (i > 0 && !(plan.ops[i - 1].name < s.name))
+        report(p + "/name", "op '" + s.name + "' is out of order or listed twice");
+      if (s.minInputs > s.maxInputs)
+        report(p, "op '" + s.name + "' has more required operands than operands");
+    }
+  }
+
+  /// Each kernel against its op's entry in the op table: operand counts,
+  /// attributes and shape rules (runtime/plan/OpSignatures.h).
   void checkKernels(size_t di) {
     const DeviceProgram &d = plan.devices[di];
     for (size_t i = 0; i < d.instrs.size(); ++i) {
       const Instr &in = d.instrs[i];
       if (in.kind != InstrKind::Kernel) continue;
       std::string ip = "/devices/" + std::to_string(di) + "/instrs/" + std::to_string(i);
-      for (const auto &[where, msg] : checkKernel(in, d)) report(ip + where, msg);
+      const OpSignature *sig = findOpSignature(plan, in.op);
+      if (!sig) {
+        report(ip + "/op", "op '" + in.op + "' has no entry in the plan's op table (/ops)");
+        continue;
+      }
+      for (const auto &[where, msg] : checkKernel(in, *sig, d)) report(ip + where, msg);
     }
   }
 
@@ -364,6 +382,7 @@ struct Verifier {
       if (checkChannels()) checkDeadlock();
     }
     checkPipeline();
+    checkOpTable();
     auto refs = [&](const std::vector<TensorRef> &rs, const char *key) {
       for (size_t i = 0; i < rs.size(); ++i) checkRef(rs[i], std::string("/") + key + "/" + std::to_string(i));
     };

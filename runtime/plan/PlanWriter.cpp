@@ -9,6 +9,7 @@
 // leaves a half-written plan behind.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/plan/OpSignatures.h"
 #include "runtime/plan/PlanFormat.h"
 #include "runtime/plan/PlanIO.h"
 
@@ -118,6 +119,15 @@ json metaOf(const Plan &plan, uint64_t &dataLen) {
   json hyper = json::object();
   for (const auto &[k, v] : plan.optimizer.hyper) hyper[k] = v;
   meta["optimizer"] = {{"kind", plan.optimizer.kind}, {"hyper", std::move(hyper)}};
+  json ops = json::array();
+  for (const OpSignature &s : plan.ops) {
+    json attrs = json::array();
+    for (const auto &[name, kind] : s.attrs) attrs.push_back({name, attrKindName(kind)});
+    ops.push_back({{"name", s.name},
+                   {"operands", {s.minInputs, s.maxInputs}},
+                   {"attrs", std::move(attrs)}});
+  }
+  meta["ops"] = std::move(ops);
   if (plan.pipeline.microbatches > 1)
     meta["pipeline"] = {{"microbatches", plan.pipeline.microbatches},
                         {"schedule", plan.pipeline.schedule},

@@ -19,6 +19,8 @@
 #include "test/unit/codegen/TestGraphs.h"
 
 #include <gtest/gtest.h>
+
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include <random>
@@ -114,6 +116,10 @@ TEST(PlanFile, AttributeKindsSurviveTheRoundTrip) {
   in.output = 0;
   d.instrs.push_back(in);
   p.devices.push_back(d);
+  using K = plan::AttrKind;
+  p.ops = {{"test", 0, 0,
+            {{"b", K::Bool}, {"f", K::Float}, {"g", K::Float}, {"i", K::Int}, {"l", K::Ints},
+             {"m", K::Ints}, {"s", K::String}}}};
   std::vector<uint8_t> bytes = plan::serializePlan(p);
   plan::Plan q = plan::deserializePlan(bytes.data(), bytes.size(), "plan.bin");
   EXPECT_EQ(q.devices[0].instrs[0].attrs, in.attrs);
@@ -418,8 +424,9 @@ TEST(PlanFile, MessagesEscapeNonUtf8Bytes) {
             "'kerne\\xa1' (expected kernel, send or recv)");
 }
 
-TEST(PlanVerifier, OpSignaturesMatchTheOpTable) {
-  // The runtime's copy of the op facts (it may not include ir/) against ir/.
+TEST(PlanVerifier, PlanCarriesTheOpTableOfItsKernels) {
+  // The op facts the runtime checks against travel in the plan, copied from
+  // the op records of ir/ (the runtime may not include ir/).
   auto kindOf = [](ir::AttrType t) {
     switch (t) {
     case ir::AttrType::Bool: return plan::AttrKind::Bool;
@@ -430,18 +437,50 @@ TEST(PlanVerifier, OpSignaturesMatchTheOpTable) {
     }
     return plan::AttrKind::Bool;
   };
-  ASSERT_EQ(plan::opSignatures().size(), ir::allOps().size());
-  for (const ir::OpInfo &op : ir::allOps()) {
-    const plan::OpSignature *sig = plan::findOpSignature(op.name);
-    ASSERT_NE(sig, nullptr) << op.name;
-    EXPECT_EQ(sig->minInputs, op.minArity) << op.name;
-    EXPECT_EQ(sig->maxInputs, op.maxArity()) << op.name;
-    ASSERT_EQ(sig->attrs.size(), op.attrs.size()) << op.name;
-    for (size_t i = 0; i < op.attrs.size(); ++i) {
-      EXPECT_EQ(sig->attrs[i].first, op.attrs[i].name) << op.name;
-      EXPECT_EQ(sig->attrs[i].second, kindOf(op.attrs[i].type)) << op.name << " " << op.attrs[i].name;
+  std::vector<uint8_t> f = examplePlanBytes();
+  plan::Plan p = plan::deserializePlan(f.data(), f.size(), "plan.bin");
+  std::set<std::string> used;
+  for (const plan::DeviceProgram &d : p.devices)
+    for (const plan::Instr &in : d.instrs)
+      if (in.kind == plan::InstrKind::Kernel) used.insert(in.op);
+  ASSERT_EQ(p.ops.size(), used.size());
+  for (const plan::OpSignature &sig : p.ops) {
+    EXPECT_TRUE(used.count(sig.name)) << sig.name;
+    const ir::OpInfo *op = ir::lookupOp(sig.name);
+    ASSERT_NE(op, nullptr) << sig.name;
+    EXPECT_EQ(sig.minInputs, uint32_t(op->minArity)) << sig.name;
+    EXPECT_EQ(sig.maxInputs, uint32_t(op->maxArity())) << sig.name;
+    ASSERT_EQ(sig.attrs.size(), op->attrs.size()) << sig.name;
+    for (size_t i = 0; i < op->attrs.size(); ++i) {
+      EXPECT_EQ(sig.attrs[i].first, op->attrs[i].name) << sig.name;
+      EXPECT_EQ(sig.attrs[i].second, kindOf(op->attrs[i].type)) << sig.name;
     }
   }
+}
+
+TEST(PlanVerifier, RejectsKernelsTheOpTableDoesNotDescribe) {
+  std::vector<uint8_t> f = examplePlanBytes();
+  json m = decodeMeta(f);
+  json &ops = m["ops"];
+  size_t at = 0;
+  while (ops[at]["name"] != "matmul") ++at;
+  ops.erase(at);
+  std::string err = parseError(withMeta(f, m));
+  EXPECT_NE(err.find("/op: op 'matmul' has no entry in the plan's op table (/ops)"),
+            std::string::npos)
+      << err;
+  m = decodeMeta(f);
+  m["ops"][0]["attrs"].push_back(json::array({"x", "complex"}));
+  err = parseError(withMeta(f, m));
+  EXPECT_NE(err.find("/ops/0/attrs/"), std::string::npos) << err;
+  EXPECT_NE(err.find("unknown attribute kind 'complex'"), std::string::npos) << err;
+}
+
+/// The verifier's problems with `p`, a plan built by hand: its op table is
+/// filled in from the op records first, as the lowering does.
+std::vector<std::string> problemsOf(plan::Plan p) {
+  codegen::fillOpTable(p);
+  return plan::verifyPlan(p);
 }
 
 plan::Plan twoDevicePlan() {
@@ -488,28 +527,28 @@ TEST(PlanVerifier, DetectsDeadlock) {
   plan::Plan p = twoDevicePlan();
   p.devices[0].instrs = {recv(0, 1, 0), send(0, 1, 1)};
   p.devices[1].instrs = {recv(0, 0, 1), send(0, 0, 0)};
-  auto problems = plan::verifyPlan(p);
+  auto problems = problemsOf(p);
   ASSERT_FALSE(problems.empty());
   EXPECT_NE(problems[0].find("deadlocks"), std::string::npos) << problems[0];
   p.devices[0].instrs = {kernel({}, 0), send(0, 1, 1), recv(1, 1, 0)};
   p.devices[1].instrs = {recv(0, 0, 1), send(0, 0, 0)};
-  EXPECT_TRUE(plan::verifyPlan(p).empty());
+  EXPECT_TRUE(problemsOf(p).empty());
 }
 
 TEST(PlanVerifier, DetectsLiveArenaOverlapAndUseBeforeDefinition) {
   plan::Plan p = twoDevicePlan();
   p.devices[0].buffers[1].offset = 0;
   p.devices[0].instrs = {kernel({}, 0), kernel({0}, 1)};
-  auto problems = plan::verifyPlan(p);
+  auto problems = problemsOf(p);
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_EQ(problems[0], "/devices/0/buffers/1: arena buffers 0 ('a') and 1 ('b') share bytes "
                          "while both are live");
   // Once 'a' is dead, 'b' may take its bytes.
   p.devices[0].instrs = {kernel({}, 0), kernel({}, 1)};
-  EXPECT_TRUE(plan::verifyPlan(p).empty());
+  EXPECT_TRUE(problemsOf(p).empty());
   p.devices[0].buffers[1].offset = 64;
   p.devices[0].instrs = {kernel({1}, 0)};
-  problems = plan::verifyPlan(p);
+  problems = problemsOf(p);
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_NE(problems[0].find("before any instruction writes it"), std::string::npos);
 }
@@ -519,12 +558,12 @@ TEST(PlanVerifier, DetectsMismatchedTransfers) {
   p.devices[1].buffers[0].shape = {2, 2};
   p.devices[0].instrs = {kernel({}, 0), send(0, 1, 0)};
   p.devices[1].instrs = {recv(0, 0, 0)};
-  auto problems = plan::verifyPlan(p);
+  auto problems = problemsOf(p);
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_NE(problems[0].find("sends f32[4] but receives f32[2,2]"), std::string::npos);
   p.devices[1].buffers[0].shape = {4};
   p.devices[0].instrs = {kernel({}, 0), send(0, 0, 0)};
-  EXPECT_FALSE(plan::verifyPlan(p).empty());
+  EXPECT_FALSE(problemsOf(p).empty());
 }
 
 TEST(PlanPrinter, ShowsInstructionsReadably) {
