@@ -363,13 +363,17 @@ TEST(PlanVerifier, RejectsOverlappingPersistentBuffers) {
   EXPECT_NE(err.find("('b0.adam.step') overlap"), std::string::npos) << err;
 }
 
+/// `f` with its meta replaced by `m` (checksum recomputed) is rejected with a
+/// message containing `want`.
+void expectEditError(const std::vector<uint8_t> &f, const json &m, const std::string &want) {
+  std::string err = parseError(withMeta(f, m));
+  EXPECT_NE(err.find(want), std::string::npos) << err;
+}
+
 TEST(PlanVerifier, RejectsMissingAndMistypedAttributes) {
   std::vector<uint8_t> f = examplePlanBytes();
   json meta = decodeMeta(f);
-  auto expectError = [&](const json &m, const std::string &want) {
-    std::string err = parseError(withMeta(f, m));
-    EXPECT_NE(err.find(want), std::string::npos) << err;
-  };
+  auto expectError = [&](const json &m, const std::string &want) { expectEditError(f, m, want); };
   json m = meta;
   auto [fd, fi] = findKernel(m, "fill");
   m["devices"][fd]["instrs"][fi]["attrs"].erase("shape");
@@ -396,10 +400,7 @@ TEST(PlanVerifier, RejectsMissingAndMistypedAttributes) {
 TEST(PlanVerifier, RejectsShapesThatBreakTheOpRule) {
   std::vector<uint8_t> f = examplePlanBytes();
   json meta = decodeMeta(f);
-  auto expectError = [&](const json &m, const std::string &want) {
-    std::string err = parseError(withMeta(f, m));
-    EXPECT_NE(err.find(want), std::string::npos) << err;
-  };
+  auto expectError = [&](const json &m, const std::string &want) { expectEditError(f, m, want); };
   json m = meta;
   auto [rd, ri] = findKernel(m, "reshape");
   m["devices"][rd]["instrs"][ri]["attrs"]["shape"] = json::array({int64_t(1) << 20, int64_t(1) << 20});
