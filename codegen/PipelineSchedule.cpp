@@ -108,8 +108,6 @@ private:
     preds_.assign(nodes_.size(), {});
     for (size_t i = 0; i < succ.size(); ++i)
       for (size_t j : succ[i]) preds_[j].push_back(i);
-    topoPos_.assign(nodes_.size(), 0);
-    for (size_t p = 0; p < st_.topo.size(); ++p) topoPos_[indexOf(st_.topo[p])] = p;
   }
 
   /// A node's micro-batch: its own (replicas, input slices) or that of its
@@ -404,7 +402,6 @@ private:
   int64_t m_;
   std::map<const ir::Node *, size_t> index_;
   std::vector<std::vector<size_t>> preds_;
-  std::vector<size_t> topoPos_;
   std::vector<int> mb_, stage_;
   std::vector<plan::Action::Kind> kind_;
   std::vector<SimAction> actions_;
