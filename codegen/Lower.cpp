@@ -40,7 +40,7 @@ plan::Plan lowerToPlan(const ir::Graph &graph, const LowerOptions &options) {
   //    op table's entries for the ops the kernels name (Values.cpp).
   describeInterface(st);
   describeOptimizer(st);
-  describeOps(st);
+  fillOpTable(st.plan);
   // 7. Initial values of params then states (Values.cpp).
   computeInitialValues(st, options.seed);
 

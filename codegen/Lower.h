@@ -42,6 +42,7 @@ struct PipelineCost {
   double makespan = 0;        ///< seconds of one step, on the cost model
   double predictedBubble = 0; ///< 1 - busy device time / (devices * makespan)
   double analyticBubble = 0;  ///< (p-1)/(M+p-1), or (p-1)/(v*M+p-1) interleaved
+  size_t stageDevices = 0;    ///< p: the devices that hold stages
 };
 PipelineCost predictPipelineCost(const ir::Graph &graph, const plan::Plan &plan);
 /// `mpc compile --stats` for a pipelined plan: schedule, M, stages, bubbles.

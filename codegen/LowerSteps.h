@@ -42,9 +42,6 @@ struct LoweringState {
   uint32_t deviceOf(const ir::Node *n) const { return devices.at(n->device); }
 };
 
-/// "/nodes/3" when the node came from the model file, else "'h1.grad'".
-std::string nodeWhere(const ir::Node *n);
-
 // Values.cpp
 /// Throws UserError unless every node sits on a concrete device and crosses
 /// devices only through `copy`; fills `topo` and `devices`.
@@ -52,9 +49,6 @@ void checkAndCollectDevices(LoweringState &st);
 void createBuffers(LoweringState &st);
 void describeInterface(LoweringState &st);
 void describeOptimizer(LoweringState &st);
-/// The op table's entry (operand counts, attributes and their kinds) for every
-/// op the kernels name, from the ops' records.
-void describeOps(LoweringState &st);
 void computeInitialValues(LoweringState &st, uint64_t seed);
 
 // Schedule.cpp

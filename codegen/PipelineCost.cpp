@@ -77,7 +77,8 @@ PipelineCost predictPipelineCost(const ir::Graph &graph, const plan::Plan &plan)
   for (double b : busy) work += b;
   c.predictedBubble = c.makespan > 0 ? 1.0 - work / (double(nd) * c.makespan) : 0.0;
   std::set<uint32_t> stageDevices(plan.pipeline.stages.begin(), plan.pipeline.stages.end());
-  double p = double(std::max<size_t>(stageDevices.size(), 1));
+  c.stageDevices = stageDevices.size();
+  double p = double(std::max<size_t>(c.stageDevices, 1));
   double v = plan.pipeline.schedule == "interleaved-1f1b"
                  ? double(plan.pipeline.stages.size()) / p
                  : 1.0;
@@ -89,13 +90,12 @@ PipelineCost predictPipelineCost(const ir::Graph &graph, const plan::Plan &plan)
 void printPipelineStats(const ir::Graph &graph, const plan::Plan &plan, std::ostream &os) {
   if (plan.pipeline.microbatches <= 1) return;
   PipelineCost c = predictPipelineCost(graph, plan);
-  std::set<uint32_t> stageDevices(plan.pipeline.stages.begin(), plan.pipeline.stages.end());
   char buf[256];
   std::snprintf(buf, sizeof buf,
                 "pipeline: %s, %lld micro-batches, %zu stages on %zu devices; bubble %.1f%% "
                 "predicted by the cost model, %.1f%% analytic bound\n",
                 plan.pipeline.schedule.c_str(), (long long)plan.pipeline.microbatches,
-                plan.pipeline.stages.size(), stageDevices.size(), 100 * c.predictedBubble,
+                plan.pipeline.stages.size(), c.stageDevices, 100 * c.predictedBubble,
                 100 * c.analyticBubble);
   os << buf;
 }

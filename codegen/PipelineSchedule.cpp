@@ -176,13 +176,12 @@ private:
   void buildActions() {
     std::map<ActionKey, size_t> byKey;
     floating_.assign(st_.devices.size(), {});
-    kind_.assign(nodes_.size(), plan::Action::None);
+    actionOf_.assign(nodes_.size(), SIZE_MAX);
     for (const ir::Node *n : st_.topo) {
       if (!n->isOp()) continue;
       size_t i = indexOf(n);
       uint32_t d = st_.deviceOf(n);
       if (n->info().has(ir::kOptimizer)) {
-        kind_[i] = plan::Action::Update;
         floating_[d].push_back(i);
         continue;
       }
@@ -196,7 +195,6 @@ private:
       if (fresh) actions_.push_back({key, {}});
       actions_[it->second].nodes.push_back(i);
       actionOf_[i] = it->second;
-      kind_[i] = key.kind;
       if (key.kind == plan::Action::Forward) stageDevice_[key.stage] = d;
     }
     // Devices in pipeline order: by their first virtual stage.
@@ -263,10 +261,11 @@ private:
 
   bool nodeDone(size_t i, int64_t now) const { return finish_[i] <= now; }
 
+  /// Every node `i` waits for has finished by `now`, apart from the nodes of
+  /// its own action (`ownAction`; SIZE_MAX for a floating node).
   bool predsDone(size_t i, int64_t now, size_t ownAction) const {
     for (size_t j : preds_[i]) {
-      auto a = actionOf_.find(j);
-      if (a != actionOf_.end() && a->second == ownAction) continue;
+      if (ownAction != SIZE_MAX && actionOf_[j] == ownAction) continue;
       if (!nodeDone(j, now)) return false;
     }
     return true;
@@ -292,7 +291,7 @@ private:
       for (size_t i : floating_[d]) {
         if (finish_[i] != kNever || !predsDone(i, now, SIZE_MAX)) continue;
         plan::Action tag = lastTag_[d];
-        if (kind_[i] == plan::Action::Update) tag = {plan::Action::Update, -1, -1};
+        if (nodes_[i]->info().has(ir::kOptimizer)) tag = {plan::Action::Update, -1, -1};
         emit(i, now, tag);
         if (tag.kind == plan::Action::None) pendingPrologue_[d].push_back(i);
         again = any = true;
@@ -403,9 +402,8 @@ private:
   std::map<const ir::Node *, size_t> index_;
   std::vector<std::vector<size_t>> preds_;
   std::vector<int> mb_, stage_;
-  std::vector<plan::Action::Kind> kind_;
   std::vector<SimAction> actions_;
-  std::map<size_t, size_t> actionOf_;
+  std::vector<size_t> actionOf_; ///< per node: its action, SIZE_MAX when floating
   std::vector<std::vector<size_t>> floating_;
   std::map<int, uint32_t> stageDevice_;
   std::map<uint32_t, int> rank_;

@@ -28,10 +28,6 @@
 
 namespace mpc::codegen {
 
-std::string nodeWhere(const ir::Node *n) {
-  return n->jsonPath.empty() ? "'" + n->name + "'" : n->jsonPath;
-}
-
 namespace {
 
 plan::DType toPlan(ir::DType t) { return t == ir::DType::F32 ? plan::DType::F32 : plan::DType::I32; }
@@ -62,7 +58,7 @@ void checkAndCollectDevices(LoweringState &st) {
   for (const ir::Node *n : st.topo) {
     auto d = ir::parseDevice(n->device);
     if (!d)
-      throw UserError(file, nodeWhere(n),
+      throw UserError(file, n->where(),
                       n->describe() + " has no concrete device (device '" + n->device +
                           "'): run the 'place' pass before lowering");
     devices.insert(*d);
@@ -71,7 +67,7 @@ void checkAndCollectDevices(LoweringState &st) {
     if (!n->isOp() || n->isOp(ir::OpKind::Copy)) continue;
     for (const ir::Node *in : n->inputs)
       if (in->device != n->device)
-        throw UserError(file, nodeWhere(n),
+        throw UserError(file, n->where(),
                         n->describe() + " on " + n->device + " uses " + in->describe() + " from " +
                             in->device + " without a copy: run 'insert-copies' before lowering");
   }
@@ -158,8 +154,6 @@ void describeInterface(LoweringState &st) {
     st.plan.loss = ref(n);
   }
 }
-
-void describeOps(LoweringState &st) { fillOpTable(st.plan); }
 
 void fillOpTable(plan::Plan &plan) {
   plan.ops.clear();

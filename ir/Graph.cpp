@@ -47,6 +47,8 @@ std::string Node::describe() const {
   return "'" + name + "' (" + (isOp() ? std::string(info().name) : nodeKindName(kind)) + ")";
 }
 
+std::string Node::where() const { return jsonPath.empty() ? "'" + name + "'" : jsonPath; }
+
 Node *Graph::add(std::unique_ptr<Node> node) {
   MPC_ASSERT(!byName_.count(node->name), "duplicate node name '" + node->name + "'");
   node->id = nextId_++;

@@ -106,6 +106,9 @@ struct Node {
   const OpInfo &info() const; ///< only for op nodes
   /// "'h1' (matmul)" or "'w0' (param)": how diagnostics name a node.
   std::string describe() const;
+  /// Where diagnostics point: its JSON pointer ("/nodes/3") when it came from
+  /// the model file, else its quoted name ("'h1.grad'").
+  std::string where() const;
 };
 
 class Graph {

@@ -276,7 +276,7 @@ void autoPlace(const Graph &g, const std::vector<Node *> &order, PassContext &ct
   if (!r.partition) {
     int b = std::min(r.blockedAt, n - 1);
     const Node *culprit = seq[size_t(b)];
-    throw UserError(file, culprit->jsonPath.empty() ? "'" + culprit->name + "'" : culprit->jsonPath,
+    throw UserError(file, culprit->where(),
                     "unsatisfiable --device-memory: " + culprit->describe() + " needs " +
                         humanBytes(p.bytes[size_t(b)]) +
                         " bytes (its result and the params and inputs it first uses) and does "

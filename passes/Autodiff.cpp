@@ -81,7 +81,7 @@ public:
       if (!n->isOp()) continue;
       const ir::OpInfo &info = n->info();
       if (!info.grad)
-        throw UserError(g_.sourceFile, n->jsonPath.empty() ? "'" + n->name + "'" : n->jsonPath,
+        throw UserError(g_.sourceFile, n->where(),
                         n->describe() +
                             " is not differentiable but lies on a path from a parameter to "
                             "the loss");

@@ -44,7 +44,7 @@ public:
     std::vector<Node *> order = g.topoOrder();
     for (const Node *n : order)
       if (!ir::parseDevice(n->device))
-        throw UserError(g.sourceFile, n->jsonPath.empty() ? "'" + n->name + "'" : n->jsonPath,
+        throw UserError(g.sourceFile, n->where(),
                         n->describe() + " has no concrete device" +
                             (n->device.empty() ? std::string() : " ('" + n->device + "')") +
                             "; run 'place' before 'insert-copies'");

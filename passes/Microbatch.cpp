@@ -50,10 +50,6 @@ using ir::Node;
 
 namespace {
 
-std::string whereOf(const Node *n) {
-  return n->jsonPath.empty() ? "'" + n->name + "'" : n->jsonPath;
-}
-
 class Microbatcher {
 public:
   Microbatcher(Graph &g, int64_t m) : g_(g), m_(m) {}
@@ -63,10 +59,10 @@ public:
     checkInputs();
     classify();
     for (int64_t k = 0; k < m_; ++k) replicate(k);
-    std::map<Node *, Node *> full = fullBatchValues();
-    for (auto &[original, value] : full) g_.replaceAllUses(original, value);
+    std::vector<FullValue> full = fullBatchValues();
+    for (const FullValue &f : full) g_.replaceAllUses(f.original, f.value);
     eraseOriginals();
-    for (auto &[original, value] : full) g_.rename(value, names_.at(original));
+    for (const FullValue &f : full) g_.rename(f.value, f.name);
   }
 
 private:
@@ -76,14 +72,14 @@ private:
     for (Node *n : order_) {
       if (n->kind != ir::NodeKind::Input) continue;
       if (n->type.rank() == 0)
-        throw UserError(g_.sourceFile, whereOf(n),
+        throw UserError(g_.sourceFile, n->where(),
                         "input '" + n->name + "' is a scalar: it has no batch axis (axis 0) to " +
                             "split into micro-batches");
       if (!first) {
         first = n;
         batch_ = n->type.shape[0];
       } else if (n->type.shape[0] != batch_) {
-        throw UserError(g_.sourceFile, whereOf(n),
+        throw UserError(g_.sourceFile, n->where(),
                         "input '" + n->name + "' " + n->type.str() + " has size " +
                             std::to_string(n->type.shape[0]) + " along axis 0 where '" +
                             first->name + "' has " + std::to_string(batch_) +
@@ -124,13 +120,13 @@ private:
         continue;
       }
       if (reduced)
-        throw UserError(g_.sourceFile, whereOf(n),
+        throw UserError(g_.sourceFile, n->where(),
                         n->describe() + " mixes rows of the batch: it uses '" + reduced->name +
                             "', reduced over the whole batch, together with batched '" +
                             batched->name + "'");
       const ir::OpInfo &info = n->info();
       if (!info.batch)
-        throw UserError(g_.sourceFile, whereOf(n),
+        throw UserError(g_.sourceFile, n->where(),
                         n->describe() + " cannot be split into micro-batches: the op does not " +
                             "declare how it treats the batch axis (operand '" + batched->name +
                             "' is batched)");
@@ -141,7 +137,7 @@ private:
         combine_[n] = r.combine;
         if (!r.microAttrs.empty()) microAttrs_[n] = std::move(r.microAttrs);
       } catch (const RuleError &e) {
-        throw UserError(g_.sourceFile, whereOf(n),
+        throw UserError(g_.sourceFile, n->where(),
                         n->describe() + " mixes rows of the batch: " + e.what());
       }
     }
@@ -193,10 +189,17 @@ private:
     }
   }
 
-  // Step 3: originals that something outside the replicas still uses.
-  std::map<Node *, Node *> fullBatchValues() {
+  /// An original node still used outside the replicas, and the value built
+  /// from its replicas that takes its place (and, once it is erased, its name).
+  struct FullValue {
+    Node *original, *value;
+    std::string name;
+  };
+
+  // Step 3.
+  std::vector<FullValue> fullBatchValues() {
     std::set<std::string> outputs(g_.outputs.begin(), g_.outputs.end());
-    std::map<Node *, Node *> full;
+    std::vector<FullValue> full;
     for (Node *n : order_) {
       if (!replicated(n)) continue;
       bool usedOnce = n->name == g_.loss || outputs.count(n->name);
@@ -217,8 +220,7 @@ private:
       if (cls_.at(n) == BatchClass::Reduced && combine_.at(n) == ir::BatchCombine::Mean)
         acc = b.scale(acc, 1.0 / double(m_));
       acc->jsonPath = n->jsonPath;
-      names_[n] = n->name;
-      full[n] = acc;
+      full.push_back({n, acc, n->name});
     }
     return full;
   }
@@ -237,7 +239,6 @@ private:
   std::map<const Node *, ir::BatchCombine> combine_;
   std::map<const Node *, ir::AttrMap> microAttrs_;
   std::map<int64_t, std::map<const Node *, Node *>> replicas_;
-  std::map<const Node *, std::string> names_;
 };
 
 class MicrobatchPass : public Pass {
