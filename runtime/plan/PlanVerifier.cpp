@@ -362,6 +362,7 @@ struct Verifier {
   }
 
   void run() {
+    checkOpTable(); // first: the kernels are checked against it
     if (plan.devices.empty()) report("/devices", "a plan needs at least one device");
     bool idsOk = true;
     for (size_t di = 0; di < plan.devices.size(); ++di) {
@@ -382,7 +383,6 @@ struct Verifier {
       if (checkChannels()) checkDeadlock();
     }
     checkPipeline();
-    checkOpTable();
     auto refs = [&](const std::vector<TensorRef> &rs, const char *key) {
       for (size_t i = 0; i < rs.size(); ++i) checkRef(rs[i], std::string("/") + key + "/" + std::to_string(i));
     };

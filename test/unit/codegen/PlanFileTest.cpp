@@ -233,6 +233,14 @@ TEST(PlanFile, FutureVersionIsRejected) {
   EXPECT_NE(parseError(f), "");
 }
 
+TEST(PlanFile, OlderVersionIsRejected) {
+  // Version 1 predates the op table the verifier checks kernels against.
+  std::vector<uint8_t> f = seedPlanBytes();
+  plan::storeLE(&f[plan::kHeaderVersionOffset], 1, 4);
+  EXPECT_EQ(parseError(f), "plan.bin: error: header: plan format version 1 is older than this "
+                           "mpc reads (2): compile the model again with this mpc");
+}
+
 TEST(PlanFile, HugeLengthsAreRejectedBeforeAllocating) {
   std::vector<uint8_t> f = seedPlanBytes();
   std::vector<uint8_t> t = f;
@@ -423,6 +431,31 @@ TEST(PlanFile, MessagesEscapeNonUtf8Bytes) {
   EXPECT_EQ(parseError(withMeta(f, m)),
             "plan.bin: error: meta: /devices/0/instrs/0/kind: unknown instruction kind "
             "'kerne\\xa1' (expected kernel, send or recv)");
+}
+
+TEST(PlanVerifier, RejectsABadOpTableAndScheduleLabels) {
+  std::vector<uint8_t> f = examplePlanBytes();
+  json meta = decodeMeta(f);
+  json m = meta;
+  std::swap(m["ops"][0], m["ops"][1]);
+  expectEditError(f, m, "/ops/1/name: op '" + std::string(meta["ops"][0]["name"]) +
+                            "' is out of order or listed twice");
+  m = meta;
+  m["ops"][0]["operands"] = json::array({3, 2});
+  expectEditError(f, m, "/ops/0: op '" + std::string(meta["ops"][0]["name"]) +
+                            "' has more required operands than operands");
+  // Schedule labels belong to pipelined plans, with indices in range.
+  m = meta;
+  m["devices"][0]["instrs"][0]["action"] = json::array({1, 0, 0});
+  expectEditError(f, m, "/devices/0/instrs/0/action: a schedule action in a plan that is not "
+                        "pipelined");
+  m["pipeline"] = {{"microbatches", 2}, {"schedule", "1f1b"}, {"stages", json::array({0, 9})}};
+  expectEditError(f, m, "/pipeline/stages/1: device index 9 out of range");
+  m["pipeline"]["stages"] = json::array({0});
+  m["devices"][0]["instrs"][0]["action"] = json::array({2, 0, 5});
+  expectEditError(f, m, "/devices/0/instrs/0/action: stage 0 or micro-batch 5 out of range");
+  m["devices"][0]["instrs"][0]["action"] = json::array({0, 0, 0});
+  expectEditError(f, m, "/action/0: action kind 0 is written as no action");
 }
 
 TEST(PlanVerifier, PlanCarriesTheOpTableOfItsKernels) {
