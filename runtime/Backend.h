@@ -51,6 +51,11 @@ public:
   /// TransportClosed. Idempotent.
   virtual void close() = 0;
   virtual bool closed() const = 0;
+  /// Called by the executor after every worker of this process finished a
+  /// step without error: waits until every message sent during the step has
+  /// left this process's send buffers (a cross-process transport completes
+  /// its outstanding sends here; in-process transports have nothing to do).
+  virtual void finishStep() {}
 };
 
 /// Per-step counters a backend may fill (benchmarks, `mpc run --stats`).

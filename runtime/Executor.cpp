@@ -53,11 +53,18 @@ void checkNoDeadlock(const plan::Plan &plan) {
 
 } // namespace
 
-Executor::Executor(plan::Plan plan, BackendFactory factory, std::unique_ptr<Transport> transport)
+Executor::Executor(plan::Plan plan, BackendFactory factory, std::unique_ptr<Transport> transport,
+                   std::vector<bool> hosted)
     : plan_(std::move(plan)), transport_(std::move(transport)) {
   checkNoDeadlock(plan_);
+  MPC_ASSERT(hosted.empty() || hosted.size() == plan_.devices.size(),
+             "hosted-device mask of the wrong size");
   if (!transport_) transport_ = std::make_unique<ChannelTransport>(plan_);
   for (uint32_t d = 0; d < plan_.devices.size(); ++d) {
+    if (!hosted.empty() && !hosted[d]) {
+      backends_.push_back(nullptr);
+      continue;
+    }
     backends_.push_back(factory(plan_, d));
     MPC_ASSERT(backends_.back() != nullptr, "backend factory returned no backend");
     backends_.back()->load(plan_, d);
@@ -68,11 +75,11 @@ Executor::Executor(plan::Plan plan, BackendFactory factory, std::unique_ptr<Tran
     for (const plan::TensorRef &t : *list) {
       if (k >= plan_.initialValues.size()) break;
       const std::vector<uint8_t> &bytes = plan_.initialValues[k++];
-      if (bytes.empty()) continue;
+      if (bytes.empty() || !hosts(t)) continue;
       write(t, bytes.data(), bytes.size());
     }
   for (uint32_t d = 0; d < backends_.size(); ++d)
-    workers_.emplace_back([this, d] { workerLoop(d); });
+    if (backends_[d]) workers_.emplace_back([this, d] { workerLoop(d); });
 }
 
 Executor::~Executor() {
@@ -129,10 +136,17 @@ void Executor::step() {
     if (err) std::rethrow_exception(err);
     throw InternalError("transport closed without an error");
   }
+  lock.unlock();
+  try {
+    transport_->finishStep();
+  } catch (...) {
+    failed_ = true;
+    throw;
+  }
 }
 
 Backend &Executor::backendOf(const plan::TensorRef &tensor) {
-  MPC_ASSERT(tensor.device < backends_.size(), "tensor '" + tensor.name + "' on bad device");
+  MPC_ASSERT(hosts(tensor), "tensor '" + tensor.name + "' is on a device of another process");
   return *backends_[tensor.device];
 }
 
@@ -182,6 +196,7 @@ float Executor::loss() {
 DeviceStats Executor::stats() const {
   DeviceStats total;
   for (const auto &b : backends_) {
+    if (!b) continue;
     DeviceStats s = b->stats();
     total.instructions += s.instructions;
     total.kernels += s.kernels;

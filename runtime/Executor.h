@@ -11,6 +11,12 @@
 // wakes up and stops, joins the step, and rethrows the first error on the
 // calling thread. The executor is then failed: a later step() throws again.
 //
+// Processes: a plan may be spread over several processes (MPI ranks, see
+// runtime/dist/). Each process builds an Executor that *hosts* some of the
+// plan's devices: only those get a backend and a worker, and the transport
+// reaches the others. Reading or writing a tensor of a device hosted
+// elsewhere is a bug in the caller (hosts() says which are here).
+//
 // Determinism: every device runs its list in plan order and every kernel has
 // a fixed summation order, so the same plan, inputs and initial values give
 // bit-identical results whatever the thread timing.
@@ -37,9 +43,11 @@ public:
   /// Loads `plan` (already verified by plan::verifyPlan) and uploads its
   /// initial parameter and state values. `factory` makes each device's
   /// backend (the CPU backend by default); `transport` carries sends and
-  /// receives (in-process channels by default).
+  /// receives (in-process channels by default). `hosted[d]` says whether
+  /// device d runs in this process (empty: every device).
   explicit Executor(plan::Plan plan, BackendFactory factory = cpuBackendFactory(),
-                    std::unique_ptr<Transport> transport = nullptr);
+                    std::unique_ptr<Transport> transport = nullptr,
+                    std::vector<bool> hosted = {});
   ~Executor();
   Executor(const Executor &) = delete;
   Executor &operator=(const Executor &) = delete;
@@ -65,6 +73,11 @@ public:
   float loss();
 
   size_t numDevices() const { return backends_.size(); }
+  /// True when device `device` (or the device of `tensor`) runs here.
+  bool hosts(uint32_t device) const {
+    return device < backends_.size() && backends_[device] != nullptr;
+  }
+  bool hosts(const plan::TensorRef &tensor) const { return hosts(tensor.device); }
   /// Sum of every device's counters.
   DeviceStats stats() const;
   /// Instructions of one step, all devices together.

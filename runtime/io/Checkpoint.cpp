@@ -202,29 +202,13 @@ std::string describeOptimizer(const plan::Plan &plan) {
   return out;
 }
 
-std::vector<NamedTensor> readTensors(Executor &ex, const std::vector<plan::TensorRef> &refs) {
-  std::vector<NamedTensor> out;
-  for (const plan::TensorRef &r : refs) {
-    NamedTensor t;
-    t.name = r.name;
-    t.dtype = r.dtype;
-    t.shape = r.shape;
-    t.data.resize(size_t(r.numElements()) * 4);
-    ex.read(r, t.data.data(), t.data.size());
-    out.push_back(std::move(t));
-  }
-  return out;
-}
-
-void writeCheckpoint(const std::string &path, Executor &ex, const CheckpointInfo &info) {
-  std::vector<NamedTensor> tensors = readTensors(ex, ex.plan().params);
-  std::vector<NamedTensor> states = readTensors(ex, ex.plan().states);
-  for (NamedTensor &t : states) tensors.push_back(std::move(t));
+void writeCheckpoint(const std::string &path, const std::vector<NamedTensor> &tensors,
+                     const CheckpointInfo &info) {
   writeSafetensors(path, tensors, encodeInfo(info));
 }
 
-void writeParamsOnly(const std::string &path, Executor &ex) {
-  writeSafetensors(path, readTensors(ex, ex.plan().params), {{"format", "pt"}});
+void writeParamsOnly(const std::string &path, const std::vector<NamedTensor> &params) {
+  writeSafetensors(path, params, {{"format", "pt"}});
 }
 
 Checkpoint readCheckpoint(const std::string &path) {
@@ -314,7 +298,7 @@ ResumeCheck restoreCheckpoint(Executor &ex, const Checkpoint &ckpt, uint64_t pla
   }
   for (const plan::TensorRef &r : p.params) {
     const NamedTensor &t = *params.at(r.name);
-    ex.write(r, t.data.data(), t.data.size());
+    if (ex.hosts(r)) ex.write(r, t.data.data(), t.data.size());
   }
   std::vector<std::string> reset;
   for (const plan::TensorRef &r : p.states) {
@@ -323,7 +307,7 @@ ResumeCheck restoreCheckpoint(Executor &ex, const Checkpoint &ckpt, uint64_t pla
       reset.push_back("'" + r.name + "'");
       continue;
     }
-    ex.write(r, it->second->data.data(), it->second->data.size());
+    if (ex.hosts(r)) ex.write(r, it->second->data.data(), it->second->data.size());
   }
   if (!reset.empty()) {
     std::string list;

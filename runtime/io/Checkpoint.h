@@ -60,14 +60,13 @@ struct Checkpoint {
 /// settings joined by "; ").
 std::string describeOptimizer(const plan::Plan &plan);
 
-/// Reads tensors `refs` from the executor, named as in the plan.
-std::vector<NamedTensor> readTensors(Executor &ex, const std::vector<plan::TensorRef> &refs);
-
-/// Writes every parameter and state tensor of `ex` and `info` as metadata,
-/// atomically (support/FileIO.h).
-void writeCheckpoint(const std::string &path, Executor &ex, const CheckpointInfo &info);
-/// Writes the parameters only, with no training metadata (for export).
-void writeParamsOnly(const std::string &path, Executor &ex);
+/// Writes `tensors` (every parameter, then every state tensor, as
+/// gathered from the devices) and `info` as metadata, atomically
+/// (support/FileIO.h).
+void writeCheckpoint(const std::string &path, const std::vector<NamedTensor> &tensors,
+                     const CheckpointInfo &info);
+/// Writes parameters only, with no training metadata (for export).
+void writeParamsOnly(const std::string &path, const std::vector<NamedTensor> &params);
 
 /// Reads a safetensors file; `resumable` when it carries mpc's training
 /// metadata. Malformed metadata is a UserError naming the file and the key.
@@ -79,7 +78,8 @@ struct ResumeCheck {
 };
 
 /// Checks that `ckpt` can resume `plan` (whose file checksum is
-/// `planChecksum`) and loads its parameters and state into `ex`:
+/// `planChecksum`) and loads its parameters and state into the devices `ex`
+/// hosts (in a job of several ranks, each loads its own):
 ///   * the parameters must match by name, dtype and shape, always;
 ///   * a different checksum is an error, unless `force` and the difference
 ///     is the optimizer (its kind, hyper-parameters or state tensors): then

@@ -1,5 +1,5 @@
-//===- tools/mpc/RunInputs.cpp - `mpc run`'s datasets and parameter files -===//
-#include "tools/mpc/RunInputs.h"
+//===- runtime/train/Datasets.cpp - the trainer's datasets and weight files -===//
+#include "runtime/train/Datasets.h"
 
 #include "runtime/io/Checkpoint.h"
 #include "support/Error.h"
@@ -10,9 +10,7 @@
 #include <map>
 #include <set>
 
-namespace mpc::tool {
-
-namespace io = runtime::io;
+namespace mpc::runtime::train {
 
 namespace {
 
@@ -45,7 +43,9 @@ std::pair<std::string, std::string> splitSpec(const std::string &spec, const std
 }
 
 std::vector<Dataset> loadInputs(const plan::Plan &p, const std::vector<std::string> &specs,
-                                int64_t &rows) {
+                                const std::map<std::string, io::NpyArray> &arrays,
+                                const std::function<bool(const plan::TensorRef &)> &wanted,
+                                int64_t &rows, std::string &rowsFile) {
   std::map<std::string, std::string> files;
   for (const std::string &spec : specs) {
     auto [name, file] = splitSpec(spec, "--input");
@@ -61,16 +61,23 @@ std::vector<Dataset> loadInputs(const plan::Plan &p, const std::vector<std::stri
   }
   std::vector<Dataset> out;
   rows = -1;
-  std::string rowsFile;
+  rowsFile.clear();
   for (const plan::TensorRef &t : p.inputs) {
     auto it = files.find(t.name);
-    if (it == files.end())
+    auto mem = arrays.find(t.name);
+    if (it == files.end() && mem == arrays.end())
       throw UserError("", "--input", "missing input '" + t.name + "' (give --input " +
                                          t.name + "=FILE.npy)");
+    if (!wanted(t)) continue;
     Dataset d;
     d.ref = &t;
-    d.file = it->second;
-    d.array = io::readNpy(d.file);
+    if (it != files.end()) {
+      d.file = it->second;
+      d.array = io::readNpy(d.file);
+    } else {
+      d.file = "<array '" + t.name + "'>";
+      d.array = mem->second;
+    }
     const io::NpyArray &a = d.array;
     if (a.dtype != t.dtype)
       throw UserError(d.file, "input '" + t.name + "'",
@@ -113,7 +120,7 @@ void shuffleRows(std::vector<int64_t> &perm, std::mt19937_64 &rng) {
   }
 }
 
-std::vector<std::string> loadInit(runtime::Executor &ex, const std::string &file) {
+std::vector<std::string> loadInit(Executor &ex, const std::string &file) {
   io::Checkpoint ckpt = io::readCheckpoint(file);
   std::vector<std::string> warnings;
   std::map<std::string, const io::NamedTensor *> byName;
@@ -150,7 +157,7 @@ std::vector<std::string> loadInit(runtime::Executor &ex, const std::string &file
       throw UserError(file, "tensor '" + r.name + "'",
                       typeStr(t.dtype, t.shape) + " does not match the plan's " +
                           typeStr(r.dtype, r.shape));
-    ex.write(r, t.data.data(), t.data.size());
+    if (ex.hosts(r)) ex.write(r, t.data.data(), t.data.size());
   };
   for (const plan::TensorRef &r : p.params) load(r, true);
   for (const plan::TensorRef &r : p.states) load(r, false); // optimizer state: optional
@@ -174,12 +181,11 @@ std::vector<std::string> loadInit(runtime::Executor &ex, const std::string &file
   return warnings;
 }
 
-void printParams(runtime::Executor &ex, std::ostream &os) {
-  for (const plan::TensorRef &r : ex.plan().params) {
-    std::vector<uint8_t> bytes(size_t(r.numElements()) * 4);
-    ex.read(r, bytes.data(), bytes.size());
+void printParams(const std::vector<io::NamedTensor> &params, std::ostream &os) {
+  for (const io::NamedTensor &r : params) {
+    const std::vector<uint8_t> &bytes = r.data;
     os << r.name << " " << typeStr(r.dtype, r.shape) << " = [";
-    int64_t n = r.numElements(), shown = std::min<int64_t>(n, 16);
+    int64_t n = int64_t(bytes.size() / 4), shown = std::min<int64_t>(n, 16);
     for (int64_t i = 0; i < shown; ++i) {
       char buf[32];
       if (r.dtype == plan::DType::F32) {
@@ -198,4 +204,4 @@ void printParams(runtime::Executor &ex, std::ostream &os) {
   }
 }
 
-} // namespace mpc::tool
+} // namespace mpc::runtime::train

@@ -1,0 +1,69 @@
+//===- runtime/train/Datasets.h - the trainer's datasets and weight files -===//
+//
+// What the trainer reads and writes besides the plan: NPY datasets cut into
+// the batches the plan's inputs take (the first axis is the dataset; a
+// remainder smaller than a batch is dropped), and parameters loaded from
+// safetensors or printed. In a job of several ranks each rank reads only
+// the datasets of the inputs its devices consume, and writes only the
+// parameters it hosts. Every problem is a UserError naming the file or flag.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/Executor.h"
+#include "runtime/io/Npy.h"
+#include "runtime/io/Safetensors.h"
+#include "runtime/plan/Plan.h"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <ostream>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mpc::runtime::train {
+
+/// "f32[100,2]".
+std::string typeStr(plan::DType dt, const std::vector<int64_t> &shape);
+/// "'x', 'y'" (or "none"): the names of plan tensors, for messages.
+std::string namesOf(const std::vector<plan::TensorRef> &list);
+/// Splits "name=path"; `flag` names the option in errors.
+std::pair<std::string, std::string> splitSpec(const std::string &spec, const std::string &flag);
+
+/// One dataset input: the whole NPY array and the plan tensor it feeds.
+struct Dataset {
+  const plan::TensorRef *ref = nullptr;
+  std::string file;
+  io::NpyArray array;
+  size_t rowBytes = 0; ///< bytes of one dataset row (a batch is batch rows)
+  int64_t batch = 0;   ///< rows per step; 0 for a rank-0 input fed whole
+  std::vector<uint8_t> staging;
+};
+
+/// Reads the --input NAME=FILE specs, one dataset per plan input, checked
+/// against the plan's types. Every input must have a spec (or an array in
+/// `arrays`, which benchmarks and tests fill in memory), but only inputs for
+/// which `wanted` is true are read. `rows` is the common dataset size of the
+/// inputs read (-1 when there are none, or every one is fed whole), and
+/// `rowsFile` names the file it came from.
+std::vector<Dataset> loadInputs(const plan::Plan &p, const std::vector<std::string> &specs,
+                                const std::map<std::string, io::NpyArray> &arrays,
+                                const std::function<bool(const plan::TensorRef &)> &wanted,
+                                int64_t &rows, std::string &rowsFile);
+
+/// Seeded Fisher-Yates with an explicit generator, so the order is the same
+/// on every platform and standard library.
+void shuffleRows(std::vector<int64_t> &perm, std::mt19937_64 &rng);
+
+/// --init: every parameter (optimizer state optionally) from a safetensors
+/// file, written into the devices `ex` hosts. Returns warnings: optimizer
+/// state the plan has and the file lacks, state of another optimizer in the
+/// file (skipped), a checkpoint's position that --init does not continue.
+std::vector<std::string> loadInit(Executor &ex, const std::string &file);
+/// --print-params: name, type and up to 16 values of each tensor.
+void printParams(const std::vector<io::NamedTensor> &params, std::ostream &os);
+
+} // namespace mpc::runtime::train

@@ -1,0 +1,433 @@
+//===- runtime/train/Trainer.cpp - the training loop --------------------===//
+#include "runtime/train/Trainer.h"
+
+#include "runtime/dist/Agreement.h"
+#include "runtime/dist/Gather.h"
+#include "runtime/dist/RankMap.h"
+#include "runtime/plan/PlanIO.h"
+#include "support/Error.h"
+#include "support/StringUtil.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+namespace mpc::runtime::train {
+
+namespace {
+
+/// The progress line on a terminal: steps done, steps/s, ETA.
+class Progress {
+public:
+  Progress(std::ostream &os, int64_t first, int64_t total, bool enabled)
+      : os_(os), first_(first), total_(total), enabled_(enabled) {
+    start_ = last_ = std::chrono::steady_clock::now();
+  }
+  void update(int64_t done) {
+    if (!enabled_) return;
+    auto now = std::chrono::steady_clock::now();
+    if (done < total_ && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    double secs = std::chrono::duration<double>(now - start_).count();
+    double rate = secs > 0 ? double(done - first_) / secs : 0;
+    double eta = rate > 0 ? double(total_ - done) / rate : 0;
+    int width = 24, filled = total_ ? int(width * done / total_) : width;
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "] step %lld/%lld  %.1f steps/s  ETA %.0fs", (long long)done,
+                  (long long)total_, rate, eta);
+    os_ << "\r\033[K[" << std::string(size_t(filled), '#')
+        << std::string(size_t(width - filled), '.') << buf << std::flush;
+    shown_ = true;
+  }
+  /// Clears the line before ordinary output.
+  void clear() {
+    if (enabled_ && shown_) os_ << "\r\033[K" << std::flush;
+    shown_ = false;
+  }
+
+private:
+  std::ostream &os_;
+  int64_t first_, total_;
+  bool enabled_, shown_ = false;
+  std::chrono::steady_clock::time_point start_, last_;
+};
+
+/// The row order of the dataset. Each epoch with --shuffle permutes the
+/// previous epoch's order again, so the order at a step depends on every
+/// shuffle before it: seeking replays them (cheap next to a training step).
+class DataOrder {
+public:
+  DataOrder(int64_t rows, bool shuffle, uint64_t seed) : shuffle_(shuffle), rng_(seed) {
+    perm_.resize(size_t(std::max<int64_t>(rows, 0)));
+    for (size_t i = 0; i < perm_.size(); ++i) perm_[i] = int64_t(i);
+  }
+  /// Called before each step with its position in its epoch.
+  void beginStep(int64_t epochStep) {
+    if (epochStep == 0 && shuffle_ && !perm_.empty()) shuffleRows(perm_, rng_);
+  }
+  /// The order in effect after `step` steps: one shuffle per epoch begun.
+  void seek(int64_t step, int64_t batchesPerEpoch) {
+    for (int64_t s = 0; s < step; s += batchesPerEpoch) beginStep(0);
+  }
+  int64_t row(int64_t i) const { return perm_[size_t(i)]; }
+
+private:
+  bool shuffle_;
+  std::mt19937_64 rng_;
+  std::vector<int64_t> perm_;
+};
+
+std::string hex64(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%016llx", (unsigned long long)v);
+  return buf;
+}
+
+std::string joined(const std::vector<std::string> &list) {
+  std::string s;
+  for (const std::string &x : list) s += (s.empty() ? "" : " ") + x;
+  return s;
+}
+
+/// Rethrows a UserError that every rank raised alike as an AgreedError, so a
+/// job prints it once.
+template <typename F> auto onEveryRank(F &&f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const dist::AgreedError &) {
+    throw;
+  } catch (const UserError &e) {
+    throw dist::AgreedError(e.file(), e.where(), e.message());
+  }
+}
+
+} // namespace
+
+void setStep(io::TrainingPosition &pos, int64_t step) {
+  pos.step = step;
+  pos.epoch = step / pos.batchesPerEpoch;
+  pos.epochStep = step % pos.batchesPerEpoch;
+}
+
+std::unique_ptr<Executor> makeCpuExecutor(plan::Plan plan, const Placement &placement,
+                                          dist::ProcessGroup &group) {
+  std::unique_ptr<Transport> transport = group.makeTransport(plan, placement.rankOf);
+  return std::make_unique<Executor>(std::move(plan), cpuBackendFactory(), std::move(transport),
+                                    placement.hosted);
+}
+
+Trainer::Trainer(TrainOptions options, dist::ProcessGroup &group, ExecutorMaker make,
+                 std::ostream &out, std::ostream &err)
+    : opt_(std::move(options)), group_(group), make_(std::move(make)), out_(out), err_(err) {}
+
+Trainer::~Trainer() = default;
+
+std::string Trainer::whoAmI() const {
+  std::string s = "rank " + std::to_string(group_.rank());
+  if (!devicesHere_.empty()) s += " (" + devicesHere_ + ")";
+  return s;
+}
+
+void Trainer::note(const std::string &line, int rank) {
+  if (group_.rank() == rank) err_ << escapeForMessage(line) << "\n" << std::flush;
+}
+
+void Trainer::run() {
+  prepare();
+  runSteps();
+  finish();
+}
+
+void Trainer::checkFlags() const {
+  if (opt_.saveEvery > 0 && opt_.save.empty())
+    throw UserError("", "--save-every", "needs --save FILE (the checkpoint it rewrites)");
+  if (opt_.saveEvery > 0 && opt_.saveParamsOnly)
+    throw UserError("", "--save-every", "writes checkpoints to resume from; it cannot be combined "
+                                        "with --save-params-only");
+  if (opt_.saveParamsOnly && opt_.save.empty())
+    throw UserError("", "--save-params-only", "needs --save FILE");
+  if (opt_.force && opt_.resume.empty())
+    throw UserError("", "--force", "only applies to --resume");
+  if (!opt_.init.empty() && !opt_.resume.empty())
+    throw UserError("", "--init", "starts a new run and --resume continues one; give one of them");
+}
+
+/// Every rank must run the same plan with the same result-changing flags,
+/// and every flag that decides which collective steps a rank takes part in.
+void Trainer::agree(const plan::Plan &p) {
+  dist::StartupRecord r = {
+      {"the plan's checksum", hex64(checksum_)},
+      {"the plan's devices", std::to_string(p.devices.size())},
+      {"--steps", opt_.steps ? std::to_string(opt_.steps) : ""},
+      {"--epochs", opt_.epochs ? std::to_string(opt_.epochs) : ""},
+      {"--shuffle", opt_.shuffle ? "on" : "off"},
+      {"--seed", opt_.seedGiven ? std::to_string(opt_.seed) : ""},
+      {"--init", opt_.init},
+      {"--resume", opt_.resume},
+      {"--force", opt_.force ? "on" : "off"},
+      {"--save", opt_.save},
+      {"--save-every", opt_.saveEvery ? std::to_string(opt_.saveEvery) : ""},
+      {"--save-params-only", opt_.saveParamsOnly ? "on" : "off"},
+      {"--output", joined(opt_.outputs)},
+      {"--input", joined(opt_.inputs)},
+      {"--print-params", opt_.printParams ? "on" : "off"},
+      {"--rank-map", opt_.rankMap},
+  };
+  for (const auto &kv : opt_.agreeAlso) r.push_back(kv);
+  dist::checkAgreement(group_, r);
+}
+
+void Trainer::placeDevices(const plan::Plan &p) {
+  placement_.rankOf =
+      onEveryRank([&] { return dist::assignRanks(p, group_.size(), opt_.rankMap); });
+  placement_.hosted.assign(p.devices.size(), false);
+  for (size_t d = 0; d < p.devices.size(); ++d)
+    placement_.hosted[d] = placement_.rankOf[d] == group_.rank();
+  if (group_.size() > 1) devicesHere_ = dist::devicesOfRank(p, placement_.rankOf, group_.rank());
+}
+
+/// Ranks that read no dataset learn its size from those that did; two that
+/// read different sizes are stopped (files differ between hosts).
+void Trainer::agreeOnRows(int64_t &rows, const std::string &rowsFile) {
+  if (group_.size() == 1) return;
+  std::vector<std::string> all = group_.allGather(std::to_string(rows) + " " + rowsFile);
+  int64_t agreed = -1;
+  std::string agreedFile;
+  int agreedRank = -1;
+  for (int r = 0; r < int(all.size()); ++r) {
+    size_t sp = all[size_t(r)].find(' ');
+    int64_t n = std::stoll(all[size_t(r)].substr(0, sp));
+    std::string file = all[size_t(r)].substr(sp + 1);
+    if (n < 0) continue;
+    if (agreed >= 0 && n != agreed)
+      throw dist::AgreedError(file, "", "dataset of " + std::to_string(n) + " rows on rank " +
+                                            std::to_string(r) + ", but " + agreedFile +
+                                            " has " + std::to_string(agreed) + " rows on rank " +
+                                            std::to_string(agreedRank) +
+                                            "; every rank must see the same data");
+    agreed = n;
+    agreedFile = file;
+    agreedRank = r;
+  }
+  rows = agreed;
+}
+
+void Trainer::prepare() {
+  plan::Plan p = plan::readPlanFile(opt_.planFile, &checksum_);
+  agree(p);
+  onEveryRank([&] { checkFlags(); });
+  placeDevices(p);
+
+  // Datasets: each rank reads those of the inputs its devices consume.
+  int64_t rows = -1;
+  std::string rowsFile;
+  data_ = loadInputs(
+      p, opt_.inputs, opt_.arrays,
+      [&](const plan::TensorRef &t) { return bool(placement_.hosted[t.device]); }, rows,
+      rowsFile);
+  agreeOnRows(rows, rowsFile);
+  int64_t batch = 0;
+  std::string batchInput;
+  for (const plan::TensorRef &t : p.inputs) {
+    if (t.shape.empty()) continue;
+    if (batch && t.shape[0] != batch)
+      throw dist::AgreedError(opt_.planFile, "input '" + t.name + "'",
+                              "inputs have different batch sizes (" + std::to_string(t.shape[0]) +
+                                  " and " + std::to_string(batch) + " of '" + batchInput + "')");
+    batch = t.shape[0];
+    batchInput = t.name;
+  }
+  int64_t batchesPerEpoch = 1;
+  if (batch > 0 && rows >= 0) {
+    if (rows < batch)
+      throw dist::AgreedError(rowsFile, "", "dataset of " + std::to_string(rows) +
+                                                " rows is smaller than the batch of " +
+                                                std::to_string(batch));
+    batchesPerEpoch = rows / batch; // a remainder smaller than a batch is dropped
+    if (rows % batch)
+      note("mpc run: note: dataset of " + std::to_string(rows) +
+           " rows is not a multiple of the batch " + std::to_string(batch) + "; the last " +
+           std::to_string(rows % batch) + " rows of each epoch are dropped");
+  }
+  if (opt_.steps > 0) {
+    total_ = opt_.steps;
+  } else {
+    int64_t epochs = opt_.epochs > 0 ? opt_.epochs : 1;
+    if (epochs > INT64_MAX / batchesPerEpoch)
+      throw dist::AgreedError("", "--epochs", std::to_string(epochs) + " epochs of " +
+                                                  std::to_string(batchesPerEpoch) +
+                                                  " steps overflow the step counter");
+    total_ = epochs * batchesPerEpoch;
+  }
+
+  for (const std::string &spec : opt_.outputs) {
+    auto [name, file] = onEveryRank([&] { return splitSpec(spec, "--output"); });
+    const plan::TensorRef *ref = nullptr;
+    for (const plan::TensorRef &t : p.outputs)
+      if (t.name == name) ref = &t;
+    if (!ref)
+      throw dist::AgreedError("", "--output", "the plan has no output '" + name +
+                                                  "' (outputs: " + namesOf(p.outputs) + ")");
+    outputs_.push_back({ref, file, {}});
+  }
+  lossRank_ = p.hasLoss ? placement_.rankOf[p.loss.device] : 0;
+
+  info_.planChecksum = checksum_;
+  info_.model = p.model;
+  info_.optimizer = io::describeOptimizer(p);
+  info_.version = MPC_VERSION;
+  for (const plan::TensorRef &s : p.states) info_.states.push_back(s.name);
+  info_.position.batchesPerEpoch = batchesPerEpoch;
+  info_.position.datasetRows = rows;
+  info_.position.shuffle = opt_.shuffle;
+  info_.position.shuffleSeed = opt_.seed;
+
+  // Every rank reads the checkpoint before the runtime starts (each needs
+  // the position; a bad file fails fast).
+  if (!opt_.resume.empty()) {
+    resumeFrom_ = std::make_unique<io::Checkpoint>(io::readCheckpoint(opt_.resume));
+    if (resumeFrom_->resumable) {
+      const io::TrainingPosition &was = resumeFrom_->info.position, &now = info_.position;
+      const std::string &file = resumeFrom_->file;
+      if (was.datasetRows != now.datasetRows || was.batchesPerEpoch != now.batchesPerEpoch)
+        throw UserError(file, "", "checkpoint was written for a dataset of " +
+                                      std::to_string(was.datasetRows) + " rows (" +
+                                      std::to_string(was.batchesPerEpoch) +
+                                      " steps per epoch); this run has " +
+                                      std::to_string(now.datasetRows) + " rows (" +
+                                      std::to_string(now.batchesPerEpoch) +
+                                      "); resume with the same data, or use --init to start a "
+                                      "new run from its weights");
+      if (opt_.shuffleGiven && !was.shuffle)
+        throw UserError(file, "", "checkpoint was written by a run without --shuffle; resume "
+                                  "without --shuffle to keep its data order");
+      if (opt_.seedGiven && opt_.seed != was.shuffleSeed)
+        throw UserError(file, "", "checkpoint was written with --seed " +
+                                      std::to_string(was.shuffleSeed) + ", not " +
+                                      std::to_string(opt_.seed) +
+                                      "; leave --seed out to keep its data order");
+    }
+  }
+
+  executor_ = make_(std::move(p), placement_, group_);
+  Executor &ex = *executor_;
+  // Dataset and output refs pointed into the moved-from plan: rebind by name.
+  for (Dataset &d : data_) d.ref = ex.findInput(d.ref->name);
+  for (Collected &c : outputs_) c.ref = ex.findOutput(c.ref->name);
+  loadStart();
+}
+
+/// --init or --resume: the devices of this rank take their tensors.
+void Trainer::loadStart() {
+  Executor &ex = *executor_;
+  const plan::Plan &p = ex.plan();
+  if (!opt_.init.empty()) {
+    // Read by the ranks that host parameters or state; the lowest of them
+    // prints the warnings (every reader finds the same ones).
+    int reader = group_.size();
+    for (const auto *list : {&p.params, &p.states})
+      for (const plan::TensorRef &t : *list)
+        reader = std::min(reader, placement_.rankOf[t.device]);
+    bool hostsAny = false;
+    for (const auto *list : {&p.params, &p.states})
+      for (const plan::TensorRef &t : *list) hostsAny = hostsAny || ex.hosts(t);
+    if (hostsAny)
+      for (const std::string &w : loadInit(ex, opt_.init)) note(w, reader);
+  }
+  if (resumeFrom_) {
+    for (const std::string &w :
+         io::restoreCheckpoint(ex, *resumeFrom_, checksum_, opt_.force).warnings)
+      note(w);
+    info_.position.shuffle = resumeFrom_->info.position.shuffle;
+    info_.position.shuffleSeed = resumeFrom_->info.position.shuffleSeed;
+    setStep(info_.position, resumeFrom_->info.position.step);
+    if (info_.position.step >= total_)
+      note("mpc run: note: " + opt_.resume + " is at step " +
+           std::to_string(info_.position.step) + ", at or past the " + std::to_string(total_) +
+           " steps asked for; no step runs");
+    resumeFrom_.reset();
+  }
+  first_ = info_.position.step;
+}
+
+void Trainer::writeCheckpoint() {
+  Executor &ex = *executor_;
+  std::vector<io::NamedTensor> tensors =
+      dist::gatherTensors(group_, ex, placement_.rankOf, ex.plan().params);
+  if (opt_.saveParamsOnly) {
+    if (group_.rank() == 0) io::writeParamsOnly(opt_.save, tensors);
+    return;
+  }
+  for (io::NamedTensor &t : dist::gatherTensors(group_, ex, placement_.rankOf, ex.plan().states))
+    tensors.push_back(std::move(t));
+  if (group_.rank() == 0) io::writeCheckpoint(opt_.save, tensors, info_);
+}
+
+void Trainer::runSteps() {
+  Executor &ex = *executor_;
+  io::TrainingPosition &pos = info_.position;
+  const int64_t first = pos.step, total = total_;
+  DataOrder order(pos.datasetRows, pos.shuffle, pos.shuffleSeed);
+  order.seek(first, pos.batchesPerEpoch);
+  const bool printsLoss = ex.plan().hasLoss && group_.rank() == lossRank_;
+
+  Progress progress(err_, first, total, opt_.progress && group_.rank() == lossRank_);
+  for (int64_t s = first; s < total; ++s) {
+    int64_t inEpoch = s % pos.batchesPerEpoch;
+    order.beginStep(inEpoch);
+    for (Dataset &d : data_) {
+      for (int64_t r = 0; r < d.batch; ++r)
+        std::memcpy(d.staging.data() + size_t(r) * d.rowBytes,
+                    d.array.data.data() + size_t(order.row(inEpoch * d.batch + r)) * d.rowBytes,
+                    d.rowBytes);
+      ex.write(*d.ref, d.staging.data(), d.staging.size());
+    }
+    try {
+      ex.step();
+    } catch (const UserError &e) {
+      progress.clear();
+      throw UserError(e.file().empty() ? opt_.planFile : e.file(), e.where(),
+                      e.message() + " (step " + std::to_string(s + 1) + ")");
+    }
+    setStep(pos, s + 1);
+    for (Collected &c : outputs_) {
+      if (!ex.hosts(*c.ref)) continue;
+      size_t n = size_t(c.ref->numElements()) * 4;
+      c.bytes.resize(c.bytes.size() + n);
+      ex.read(*c.ref, c.bytes.data() + c.bytes.size() - n, n);
+    }
+    if (printsLoss && ((s + 1) % opt_.logEvery == 0 || s + 1 == total)) {
+      progress.clear();
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.6g", double(ex.loss()));
+      out_ << "step " << s + 1 << " loss " << buf << "\n" << std::flush;
+    }
+    // The final checkpoint is finish()'s (after --output files are written).
+    if (opt_.saveEvery > 0 && (s + 1) % opt_.saveEvery == 0 && s + 1 < total) writeCheckpoint();
+    progress.update(s + 1);
+  }
+  progress.clear();
+}
+
+void Trainer::finish() {
+  Executor &ex = *executor_;
+  int64_t ran = std::max<int64_t>(total_ - first_, 0);
+  for (Collected &c : outputs_) {
+    dist::moveToRoot(group_, placement_.rankOf[c.ref->device], c.bytes);
+    if (group_.rank() != 0) continue;
+    std::vector<int64_t> shape = c.ref->shape;
+    if (shape.empty()) shape = {ran};
+    else shape[0] *= ran;
+    io::writeNpy(c.file, c.ref->dtype, shape, c.bytes.data());
+  }
+  if (!opt_.save.empty()) writeCheckpoint();
+  if (opt_.printParams) {
+    std::vector<io::NamedTensor> params =
+        dist::gatherTensors(group_, ex, placement_.rankOf, ex.plan().params);
+    if (group_.rank() == 0) printParams(params, out_);
+  }
+}
+
+} // namespace mpc::runtime::train
