@@ -20,7 +20,7 @@ void runOrEndJob(ProcessGroup &group, const std::string &command,
     body();
     return;
   } catch (const AgreedError &e) {
-    if (group.rank() == 0) std::cerr << command << ": " << e.what() << std::endl;
+    if (group.rank() == 0) std::cerr << e.what() << std::endl;
     group.exitJob(1);
   } catch (const UserError &e) {
     message = e.what();
@@ -33,8 +33,9 @@ void runOrEndJob(ProcessGroup &group, const std::string &command,
     message = std::string("internal error: ") + e.what();
     code = 2;
   }
-  std::cerr << command << ": " << whoAmI() << ": " << message
-            << "\n" << command << ": ending the job (every rank stops)" << std::endl;
+  std::string who = whoAmI();
+  std::cerr << who << ": " << message << "\n"
+            << command << ": " << who << " ends the job (every rank stops)" << std::endl;
   group.abortJob(code);
 }
 

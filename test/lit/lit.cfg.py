@@ -66,3 +66,19 @@ if getattr(config, "mpc_have_cuda", False):
     config.available_features.add("cuda-build")
     if gpu_visible():
         config.available_features.add("cuda")
+
+# 'mpi': OpenMPI's mpirun is installed (scripts/install-deps.sh puts it there;
+# under CI it must be). %mpirun starts a job of N ranks on this host:
+# `%mpirun N mpc run ...`, oversubscribed (more ranks than cores is fine),
+# allowed as root, and killed after 120 s so a hang fails instead of waiting.
+mpirun = shutil.which("mpirun")
+if mpirun:
+    config.available_features.add("mpi")
+elif os.environ.get("CI"):
+    lit_config.fatal("CI is set but mpirun is missing: run scripts/install-deps.sh")
+config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+# Aggregated help messages would hide which rank said what.
+config.environment["OMPI_MCA_orte_base_help_aggregate"] = "0"
+config.substitutions.append(("%mpirun", "timeout -k 5 120 %s --oversubscribe -np" % mpirun
+                             if mpirun else "false"))
