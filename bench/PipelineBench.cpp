@@ -23,7 +23,7 @@
 #include "codegen/Lower.h"
 #include "bench/BenchUtil.h"
 #include "runtime/Executor.h"
-#include "test/CompileModel.h"
+#include "compiler/CompileModel.h"
 
 #include <benchmark/benchmark.h>
 
@@ -74,7 +74,7 @@ Compiled compile(const std::string &json, int64_t microbatches, const std::strin
   options.schedule = schedule;
   options.groupMap = std::move(groupMap);
   Compiled c;
-  c.graph = test::compileGraph(json, options);
+  c.graph = compiler::compileGraph(json, options);
   c.plan = codegen::lowerToPlan(*c.graph, codegen::LowerOptions{0});
   return c;
 }

@@ -22,7 +22,7 @@
 #include "bench/BenchUtil.h"
 #include "runtime/Executor.h"
 #include "support/FileIO.h"
-#include "test/CompileModel.h"
+#include "compiler/CompileModel.h"
 
 #include <benchmark/benchmark.h>
 #include <cblas.h>
@@ -42,7 +42,7 @@ plan::Plan compileJson(const std::string &json,
                        std::map<std::string, std::string> groupMap = {}) {
   passes::PassOptions options;
   options.groupMap = std::move(groupMap);
-  return test::compileModel(json, std::move(options));
+  return compiler::compileModel(json, std::move(options));
 }
 
 void runSteps(benchmark::State &state, runtime::Executor &ex) {

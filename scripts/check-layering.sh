@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Fails when a file includes a layer above its own (docs/architecture.md):
-# support -> ir -> passes -> (runtime/plan) -> codegen -> runtime -> tools.
+# support -> ir -> passes -> (runtime/plan) -> codegen -> compiler -> runtime -> tools,
+# and inside the runtime: the training loop (runtime/train) and the process
+# layer (runtime/dist) know neither MPI (runtime/mpi) nor CUDA (runtime/cuda);
+# the driver chooses those.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 status=0
@@ -16,10 +19,13 @@ check() { # folder, forbidden include prefixes...
     fi
   done
 }
-check support ir passes codegen runtime tools
-check ir passes codegen runtime tools
-check passes codegen runtime tools
-check codegen passes tools
-check runtime ir passes codegen tools
+check support ir passes codegen compiler runtime tools
+check ir passes codegen compiler runtime tools
+check passes codegen compiler runtime tools
+check codegen passes compiler tools
+check compiler runtime/cpu runtime/cuda runtime/dist runtime/io runtime/mpi runtime/train tools
+check runtime ir passes codegen compiler tools
+check runtime/dist runtime/train runtime/mpi runtime/cuda
+check runtime/train runtime/mpi runtime/cuda
 if [ $status = 0 ]; then echo "layering: ok"; fi
 exit $status

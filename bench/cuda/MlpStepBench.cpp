@@ -19,7 +19,7 @@
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "support/Error.h"
-#include "test/CompileModel.h"
+#include "compiler/CompileModel.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -71,7 +71,7 @@ std::string modelJson(const Config &c) {
 plan::Plan compile(const Config &c) {
   passes::PassOptions options;
   options.devices = {"gpu:0"};
-  return test::compileModel(modelJson(c), std::move(options), /*seed=*/1);
+  return compiler::compileModel(modelJson(c), std::move(options), /*seed=*/1);
 }
 
 double matmulFlops(const plan::Plan &p) {

@@ -10,7 +10,7 @@
 #include "runtime/plan/PlanIO.h"
 #include "test/unit/codegen/TestPlanChecks.h"
 #include "test/unit/SeedModel.h"
-#include "test/CompileModel.h"
+#include "compiler/CompileModel.h"
 
 #include <gtest/gtest.h>
 
@@ -22,7 +22,7 @@ namespace mpc {
 namespace {
 
 plan::Plan compile(const std::string &model, uint64_t seed = 0) {
-  return test::compileModel(model, {}, seed);
+  return compiler::compileModel(model, {}, seed);
 }
 
 void expectSound(const plan::Plan &p) {

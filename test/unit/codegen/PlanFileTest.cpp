@@ -15,7 +15,7 @@
 #include "runtime/plan/PlanIO.h"
 #include "support/Error.h"
 #include "support/FileIO.h"
-#include "test/CompileModel.h"
+#include "compiler/CompileModel.h"
 #include "test/unit/codegen/TestGraphs.h"
 
 #include <gtest/gtest.h>
@@ -335,7 +335,7 @@ TEST(PlanFile, BrokenCrossReferencesAreRejectedByTheVerifier) {
 /// The seed example (examples/regression3: Adam, three devices) as plan.bin.
 std::vector<uint8_t> examplePlanBytes() {
   std::string json = readFileText(std::string(MPC_SOURCE_DIR) + "/examples/regression3/model.json");
-  return plan::serializePlan(test::compileModel(json));
+  return plan::serializePlan(compiler::compileModel(json));
 }
 
 /// Where the first kernel `op` of the plan lies: (device, instruction).

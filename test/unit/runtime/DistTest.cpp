@@ -17,7 +17,7 @@
 #include "runtime/train/Trainer.h"
 #include "support/Error.h"
 #include "support/FileIO.h"
-#include "test/CompileModel.h"
+#include "compiler/CompileModel.h"
 #include "test/unit/SeedModel.h"
 
 #include <gtest/gtest.h>
@@ -106,7 +106,7 @@ std::vector<float> batchOf(const plan::TensorRef &t, int step) {
 }
 
 TEST(HostedDevices, TwoExecutorsSharingTheDevicesEqualOne) {
-  plan::Plan p = test::compileModel(test::seedModelJson());
+  plan::Plan p = compiler::compileModel(test::seedModelJson());
   ASSERT_EQ(p.devices.size(), 3u);
   Executor whole(p);
   auto shared = std::make_shared<ChannelTransport>(p);
@@ -195,7 +195,7 @@ TEST(Trainer, TwoRanksWriteTheOneProcessCheckpointAndLossLines) {
   namespace fs = std::filesystem;
   fs::path dir = fs::temp_directory_path() / ("mpc-dist-test-" + std::to_string(getpid()));
   fs::create_directories(dir);
-  plan::Plan p = test::compileModel(test::seedModelJson());
+  plan::Plan p = compiler::compileModel(test::seedModelJson());
   std::string planFile = (dir / "plan.bin").string();
   plan::writePlanFile(planFile, p);
 

@@ -22,7 +22,7 @@
 #include "runtime/plan/PlanIO.h"
 #include "support/FileIO.h"
 #include "test/unit/ir/OpCases.h"
-#include "test/CompileModel.h"
+#include "compiler/CompileModel.h"
 #include "test/unit/runtime/Batches.h"
 
 #include <gtest/gtest.h>
@@ -162,7 +162,7 @@ Compiled compile(const std::string &json, std::map<std::string, std::string> gro
   Compiled c;
   passes::PassOptions options;
   options.groupMap = std::move(groupMap);
-  c.graph = test::compileGraph(json, std::move(options));
+  c.graph = compiler::compileGraph(json, std::move(options));
   plan::Plan p = codegen::lowerToPlan(*c.graph, codegen::LowerOptions{0});
   std::vector<uint8_t> bytes = plan::serializePlan(p);
   c.plan = plan::deserializePlan(bytes.data(), bytes.size(), "test.plan");

@@ -22,7 +22,7 @@
 #include "runtime/Executor.h"
 #include "runtime/plan/PlanIO.h"
 #include "support/Error.h"
-#include "test/CompileModel.h"
+#include "compiler/CompileModel.h"
 #include "test/unit/ir/OpCases.h"
 #include "test/unit/runtime/Batches.h"
 
@@ -96,7 +96,7 @@ Compiled compile(const json &model, int64_t microbatches, const std::string &sch
   if (microbatches > 0) options.microbatches = microbatches;
   if (!schedule.empty()) options.schedule = schedule;
   Compiled c;
-  c.graph = test::compileGraph(model.dump(), options);
+  c.graph = compiler::compileGraph(model.dump(), options);
   plan::Plan p = codegen::lowerToPlan(*c.graph, codegen::LowerOptions{0});
   std::vector<uint8_t> bytes = plan::serializePlan(p);
   c.plan = plan::deserializePlan(bytes.data(), bytes.size(), "plan.bin");

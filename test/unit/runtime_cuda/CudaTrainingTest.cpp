@@ -13,7 +13,7 @@
 
 #include "runtime/Executor.h"
 #include "test/unit/SeedModel.h"
-#include "test/CompileModel.h"
+#include "compiler/CompileModel.h"
 
 #include <gtest/gtest.h>
 
@@ -67,7 +67,7 @@ plan::Plan compileFor(const std::string &json, std::vector<std::string> devices,
   options.devices = std::move(devices);
   options.microbatches = microbatches;
   options.schedule = schedule;
-  return test::compileModel(json, std::move(options), /*seed=*/7);
+  return compiler::compileModel(json, std::move(options), /*seed=*/7);
 }
 
 /// Deterministic batches for every input of `p`: floats N(0,1); integer

@@ -1,8 +1,9 @@
-//===- test/CompileModel.h - model JSON to plan, for tests and benchmarks -===//
+//===- compiler/CompileModel.h - model JSON to plan, in process ---------===//
 //
-// What `mpc compile` does, in process: read a model, run the default
-// training pipeline (verifier on), lower to a plan. Pass logs and warnings
-// are discarded; failures throw as in the driver.
+// The compiler as a library: what `mpc compile` does, in process: read a
+// model, run the default training pipeline (verifier on), lower to a plan.
+// Pass logs and warnings are discarded; failures throw as in the driver.
+// Tests, benchmarks and tools that build plans on the fly use it.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -16,7 +17,7 @@
 #include <sstream>
 #include <string>
 
-namespace mpc::test {
+namespace mpc::compiler {
 
 /// The training graph of `json` after the default pipeline.
 inline std::unique_ptr<ir::Graph> compileGraph(const std::string &json,
@@ -41,4 +42,4 @@ inline plan::Plan compileModel(const std::string &json, passes::PassOptions opti
                               codegen::LowerOptions{seed});
 }
 
-} // namespace mpc::test
+} // namespace mpc::compiler
