@@ -223,10 +223,17 @@ void Trainer::prepare() {
   // Datasets: each rank reads those of the inputs its devices consume.
   int64_t rows = -1;
   std::string rowsFile;
-  data_ = loadInputs(
-      p, opt_.inputs, opt_.arrays,
-      [&](const plan::TensorRef &t) { return bool(placement_.hosted[t.device]); }, rows,
-      rowsFile);
+  try {
+    data_ = loadInputs(
+        p, opt_.inputs, opt_.arrays,
+        [&](const plan::TensorRef &t) { return bool(placement_.hosted[t.device]); }, rows,
+        rowsFile);
+  } catch (const UserError &e) {
+    // Errors in the --input flags themselves (no file named) are found alike
+    // on every rank; a file's errors belong to the rank that read it.
+    if (!e.file().empty()) throw;
+    throw dist::AgreedError(e.file(), e.where(), e.message());
+  }
   agreeOnRows(rows, rowsFile);
   int64_t batch = 0;
   std::string batchInput;
