@@ -226,7 +226,7 @@ void NcclProxy::loop() {
       for (Link &l : links_) {
         std::unique_lock<std::mutex> lock(mutex_);
         bool go = waitFor(
-            lock, [&] { return l.op.send ? l.offered > l.issued : l.consumed == l.issued; },
+            lock, [&] { return l.op.send ? l.offered > l.issued : l.requested > l.issued; },
             /*proxy=*/true);
         if (!go) return;
         lock.unlock();
@@ -287,6 +287,11 @@ void NcclProxy::recv(uint32_t channel, void *dst, size_t bytes, cudaStream_t str
                         std::to_string(l.op.transfer.bytes) + " bytes, the receiver expects " +
                         std::to_string(bytes));
   std::unique_lock<std::mutex> lock(mutex_);
+  // Asking for the message lets the proxy issue its receive: a receive
+  // issued ahead of the worker could belong to a step that never comes, and
+  // nothing would ever match it.
+  ++l.requested;
+  cv_.notify_all();
   waitFor(lock, [&] { return l.issued > l.consumed; }, false);
   // The proxy records `arrived` again only after `consumed` moves.
   cudaCheck(cudaStreamWaitEvent(stream, l.posted, 0), "cudaStreamWaitEvent");

@@ -15,13 +15,16 @@
 //           proxy:  waits (host) for the post, makes the comm stream wait on
 //                   `ready`, ncclSend from the staging buffer, records `done`
 //                   (the sender's next write of the staging waits on it).
-//   receiver proxy: waits (host) until the worker copied the previous
-//                   message out, makes the comm stream wait on `copied`,
-//                   ncclRecv into the channel's receive buffer, records
-//                   `arrived`.
-//           worker: waits (host) until the receive is issued, makes its
-//                   stream wait on `arrived`, copies into its own memory and
-//                   records `copied`.
+//   receiver worker: asks for the message and waits (host) until the
+//                   receive is issued.
+//           proxy:  waits (host) for the request (the worker has copied the
+//                   previous message out by then), makes the comm stream
+//                   wait on `copied`, ncclRecv into the channel's receive
+//                   buffer, records `arrived`.
+//           worker: makes its stream wait on `arrived`, copies into its own
+//                   memory and records `copied`.
+// Both ends of an operation wait only for their worker to reach the
+// instruction, which depends only on transfers earlier in the order.
 // finishStep() waits until the step's sends are issued, so no event or
 // staging buffer of a step is touched by the next before the proxy used it.
 //
@@ -88,7 +91,8 @@ private:
     const void *staging = nullptr;  ///< send: the worker's staging buffer
     uint64_t offered = 0;  ///< send: messages posted by the worker
     uint64_t issued = 0;   ///< NCCL operations issued
-    uint64_t consumed = 0; ///< recv: messages copied out by the worker
+    uint64_t requested = 0; ///< recv: messages the worker asked for
+    uint64_t consumed = 0;  ///< recv: messages copied out by the worker
   };
   Link &link(uint32_t channel);
   void loop();

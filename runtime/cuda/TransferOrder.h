@@ -12,8 +12,9 @@
 // device's receives appear in its program order, and every transfer comes
 // after the receives that precede its send in the sender's program (the
 // send ran after them, and its own receive completes after the send). So
-// whatever a transfer waits for (the sender reaching its send, the peer's
-// matching call) depends only on transfers earlier in the order. It cannot
+// whatever a transfer waits for (the sender reaching its send, the receiver
+// reaching its receive, the peer's matching call) depends only on transfers
+// earlier in the order. It cannot
 // also follow every device's order of sends: two devices that each send to
 // the other before receiving have no such order.
 //

@@ -87,8 +87,8 @@ void expectConsistent(const plan::Plan &p, const std::vector<Transfer> &order) {
 
 /// Runs `steps` steps of `p` under the proxy protocol, NCCL calls modelled
 /// as rendezvous: an operation issues only when both ranks' proxies are at
-/// it (the sender's worker has posted it, the receiver's worker has copied
-/// the previous message of the channel out). Workers never block on sends;
+/// it, the sender's worker has posted it and the receiver's worker has
+/// reached its receive (asked for it). Workers never block on sends;
 /// a receive waits for its NCCL operation or, on other channels, the send.
 /// A rank's workers start a step when all of them finished the last one and
 /// its proxy issued that step's sends (Executor::step, finishStep).
@@ -100,7 +100,7 @@ bool runsToEnd(const plan::Plan &p, const std::vector<int> &rankOf,
   for (const auto &ops : opsOf)
     for (const ProxyOp &op : ops) viaNccl.insert(op.transfer.channel);
   const size_t ranks = opsOf.size();
-  std::set<Key> posted, issued, consumed;
+  std::set<Key> posted, requested, issued;
   std::vector<size_t> pc(p.devices.size(), 0), head(ranks, 0);
   std::vector<int> step(p.devices.size(), 0);
   auto opAt = [&](size_t r, size_t i) {
@@ -135,8 +135,12 @@ bool runsToEnd(const plan::Plan &p, const std::vector<int> &rankOf,
         Key k{step[d], in.channel};
         if (in.kind == plan::InstrKind::Send) posted.insert(k);
         if (in.kind == plan::InstrKind::Recv) {
-          if (!(viaNccl.count(in.channel) ? issued.count(k) : posted.count(k))) break;
-          consumed.insert(k);
+          bool nccl = viaNccl.count(in.channel) != 0;
+          if (nccl && !requested.count(k)) {
+            requested.insert(k);
+            progress = true;
+          }
+          if (!(nccl ? issued.count(k) : posted.count(k))) break;
         }
         ++pc[d];
         progress = true;
@@ -150,7 +154,7 @@ bool runsToEnd(const plan::Plan &p, const std::vector<int> &rankOf,
       if (proxyDone(peer)) continue;
       auto [ps, pop] = opAt(peer, head[peer]);
       if (ps != s || pop->transfer.channel != c) continue; // the peer is elsewhere: wait
-      if (!posted.count({s, c}) || (s > 0 && !consumed.count({s - 1, c}))) continue;
+      if (!posted.count({s, c}) || !requested.count({s, c})) continue;
       issued.insert({s, c});
       ++head[r];
       ++head[peer];
