@@ -24,6 +24,12 @@
 //     ...
 //   }
 //
+// Under mpirun each rank calls the overload with the rank map and the
+// process group: it picks this rank's GPUs (GpuAssignment.h), sets up one
+// NCCL communicator over all the job's GPU devices (NcclBootstrap.h) and
+// returns a transport that moves GPU data between ranks with NCCL
+// (CudaJobTransport.h, NcclProxy.h).
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -35,6 +41,10 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+namespace mpc::runtime::dist {
+class ProcessGroup;
+} // namespace mpc::runtime::dist
 
 namespace mpc::runtime::cuda {
 
@@ -108,11 +118,29 @@ struct CudaRun {
   BackendFactory factory;               ///< CUDA for gpu:N, CPU for cpu:N
   std::unique_ptr<Transport> transport; ///< a CudaTransport
   std::shared_ptr<CudaRunInfo> info;
+  /// For the user, printed once (by rank 0): how the run differs from what
+  /// the flags ask for, e.g. GPU data between ranks going through host
+  /// memory. Empty when there is nothing to say.
+  std::string note;
 };
 
 /// Checks the GPUs (resolvePhysicalDevices), enables peer access between
 /// the physical GPUs in use where possible, and returns the factory and
 /// transport. Throws UserError when the plan cannot run here.
 CudaRun prepareCudaRun(const plan::Plan &plan, const CudaOptions &options);
+
+/// The same for one rank of a job: device d runs on rank rankOf[d]. Only
+/// this rank's devices get GPUs: the k-th gpu device it hosts takes GPU
+/// `first + k` of its host, `first` counting the gpu devices of the lower
+/// ranks on the same host (--device-map still names a device's GPU). The
+/// job's GPU devices form one NCCL communicator (rank 0 makes the unique id,
+/// `group` carries it), which carries the channels between GPU devices of
+/// different ranks; when it cannot (two of the job's GPU devices share a
+/// GPU, or no NCCL in the build) those channels go through host memory over
+/// the group's transport, and CudaRun::note says so. Collective: every rank
+/// calls it. With one rank it is prepareCudaRun(plan, options). Throws
+/// UserError naming the rank and device when a GPU is missing.
+CudaRun prepareCudaRun(const plan::Plan &plan, const CudaOptions &options,
+                       const std::vector<int> &rankOf, dist::ProcessGroup &group);
 
 } // namespace mpc::runtime::cuda

@@ -12,6 +12,7 @@
 
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaDevice.h"
+#include "runtime/cuda/CudaRunParts.h"
 #include "runtime/cuda/CudaTransport.h"
 
 #include <algorithm>
@@ -52,8 +53,7 @@ StepTiming CudaRunInfo::lastStepTiming() {
   return t;
 }
 
-CudaRun prepareCudaRun(const plan::Plan &plan, const CudaOptions &options) {
-  std::vector<int> physical = resolvePhysicalDevices(plan, options);
+void enablePeerAccess(const std::vector<int> &physical) {
   std::set<int> gpus;
   for (int g : physical)
     if (g >= 0) gpus.insert(g);
@@ -68,11 +68,14 @@ CudaRun prepareCudaRun(const plan::Plan &plan, const CudaOptions &options) {
       if (s == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();
       else cudaCheck(s, "cudaDeviceEnablePeerAccess");
     }
+}
 
+CudaRun assembleCudaRun(const CudaOptions &options, std::vector<int> physical,
+                        std::unique_ptr<Transport> transport) {
   CudaRun run;
   run.info = std::make_shared<CudaRunInfo>();
-  run.info->physical = physical;
-  run.info->backends.assign(plan.devices.size(), nullptr);
+  run.info->backends.assign(physical.size(), nullptr);
+  run.info->physical = std::move(physical);
   std::shared_ptr<CudaRunInfo> info = run.info;
   BackendFactory cpu = cpuBackendFactory();
   run.factory = [info, options, cpu](const plan::Plan &p,
@@ -82,8 +85,15 @@ CudaRun prepareCudaRun(const plan::Plan &plan, const CudaOptions &options) {
     info->backends[device] = b.get();
     return b;
   };
-  run.transport = std::make_unique<CudaTransport>(plan, physical, options.transport);
+  run.transport = std::move(transport);
   return run;
+}
+
+CudaRun prepareCudaRun(const plan::Plan &plan, const CudaOptions &options) {
+  std::vector<int> physical = resolvePhysicalDevices(plan, options);
+  enablePeerAccess(physical);
+  auto transport = std::make_unique<CudaTransport>(plan, physical, options.transport);
+  return assembleCudaRun(options, std::move(physical), std::move(transport));
 }
 
 } // namespace mpc::runtime::cuda

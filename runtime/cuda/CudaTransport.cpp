@@ -53,8 +53,9 @@ cudaEvent_t makeEvent(int gpu) {
 } // namespace
 
 CudaTransport::CudaTransport(const plan::Plan &plan, std::vector<int> physical,
-                             TransportKind kind)
-    : kind_(kind), physical_(std::move(physical)), host_(plan) {
+                             TransportKind kind, std::unique_ptr<Transport> host)
+    : kind_(kind), physical_(std::move(physical)), host_(std::move(host)) {
+  if (!host_) host_ = std::make_unique<ChannelTransport>(plan);
   DeviceGuard guard;
   std::set<int> ncclGpus;
   for (uint32_t d = 0; d < plan.devices.size(); ++d) {
@@ -114,11 +115,11 @@ CudaTransport::~CudaTransport() {
 }
 
 void CudaTransport::send(uint32_t channel, const void *src, size_t bytes) {
-  host_.send(channel, src, bytes);
+  host_->send(channel, src, bytes);
 }
 
 void CudaTransport::recv(uint32_t channel, void *dst, size_t bytes) {
-  host_.recv(channel, dst, bytes);
+  host_->recv(channel, dst, bytes);
 }
 
 void CudaTransport::close() {
@@ -126,7 +127,7 @@ void CudaTransport::close() {
     std::lock_guard<std::mutex> lock(closeMutex_);
     closed_ = true;
   }
-  host_.close();
+  host_->close();
   for (auto &[id, c] : channels_) {
     (void)id;
     std::lock_guard<std::mutex> lock(c->mutex);
@@ -138,6 +139,8 @@ bool CudaTransport::closed() const {
   std::lock_guard<std::mutex> lock(closeMutex_);
   return closed_;
 }
+
+void CudaTransport::finishStep() { host_->finishStep(); }
 
 bool CudaTransport::isDeviceChannel(uint32_t channel) const {
   return channels_.count(channel) != 0;

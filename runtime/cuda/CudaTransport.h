@@ -12,8 +12,10 @@
 //   * the copy records `done`; the sender's next write of the staging buffer
 //     (the next step) waits on it.
 // So devices wait for each other only where data flows, and only on the GPU.
-// Channels with a cpu:N end use the host path (send/recv), an in-process
-// ChannelTransport.
+// Channels with a cpu:N end use the host path (send/recv): an in-process
+// ChannelTransport, or the transport given to the constructor (a job over
+// MPI ranks passes the group's; see CudaJobTransport.h, which also
+// overrides the device path for channels between ranks).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -35,8 +37,11 @@ namespace mpc::runtime::cuda {
 
 class CudaTransport : public Transport {
 public:
-  /// `physical`: the GPU of each device of `plan` (-1 for cpu devices).
-  CudaTransport(const plan::Plan &plan, std::vector<int> physical, TransportKind kind);
+  /// `physical`: the GPU of each device of `plan` (-1 for cpu devices and
+  /// for devices this process does not host). `host` carries the host path
+  /// (null: in-process channels).
+  CudaTransport(const plan::Plan &plan, std::vector<int> physical, TransportKind kind,
+                std::unique_ptr<Transport> host = nullptr);
   ~CudaTransport() override;
   CudaTransport(const CudaTransport &) = delete;
   CudaTransport &operator=(const CudaTransport &) = delete;
@@ -46,19 +51,25 @@ public:
   void recv(uint32_t channel, void *dst, size_t bytes) override;
   void close() override;
   bool closed() const override;
+  /// The host transport's (a cross-process one completes its sends).
+  void finishStep() override;
+
+  // Device path. Virtual so that a job over several processes can carry
+  // some channels another way (CudaJobTransport.h).
 
   /// True when both ends of `channel` are GPU devices (the device path).
-  bool isDeviceChannel(uint32_t channel) const;
+  virtual bool isDeviceChannel(uint32_t channel) const;
 
   /// Sender: makes `stream` wait until the previous message of `channel` has
   /// been copied out of the staging buffer.
-  void waitStagingFree(uint32_t channel, cudaStream_t stream);
+  virtual void waitStagingFree(uint32_t channel, cudaStream_t stream);
   /// Sender: `staging` (on the sender's GPU) holds the message once the work
   /// queued so far on `stream` is done; records `ready` and posts it.
-  void postDevice(uint32_t channel, const void *staging, size_t bytes, cudaStream_t stream);
+  virtual void postDevice(uint32_t channel, const void *staging, size_t bytes,
+                          cudaStream_t stream);
   /// Receiver: waits for the post and enqueues the copy into `dst` on
   /// `stream` (the receiver's). Throws TransportClosed once closed.
-  void recvDevice(uint32_t channel, void *dst, size_t bytes, cudaStream_t stream);
+  virtual void recvDevice(uint32_t channel, void *dst, size_t bytes, cudaStream_t stream);
 
   TransportKind kind() const { return kind_; }
 
@@ -83,7 +94,7 @@ private:
 
   TransportKind kind_;
   std::vector<int> physical_;
-  ChannelTransport host_;
+  std::unique_ptr<Transport> host_;
   std::map<uint32_t, std::unique_ptr<DeviceChannel>> channels_;
   bool closed_ = false;
   mutable std::mutex closeMutex_;

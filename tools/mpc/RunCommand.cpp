@@ -54,14 +54,14 @@ train::ExecutorMaker executorMaker(const RunArgs &args) {
           runtime::cuda::parseCudaOptions(args.deviceMap, args.transport, args.allowTf32);
       runtime::cuda::CudaRun run;
       try {
-        if (group.size() > 1)
-          throw UserError("", "", "gpu plans under mpirun are not supported yet");
-        run = runtime::cuda::prepareCudaRun(p, opts);
+        run = runtime::cuda::prepareCudaRun(p, opts, placement.rankOf, group);
       } catch (const UserError &e) {
         // Name the plan the CUDA runtime refused.
         if (!e.file().empty()) throw;
         throw UserError(args.train.planFile, e.where(), e.message());
       }
+      if (!run.note.empty() && group.rank() == 0)
+        std::cerr << "mpc run: note: " << run.note << "\n";
       return std::make_unique<runtime::Executor>(std::move(p), std::move(run.factory),
                                                  std::move(run.transport), placement.hosted);
     }
