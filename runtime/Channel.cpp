@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/Channel.h"
 
+#include "runtime/WakeWord.h"
 #include "support/Error.h"
 
 #include <cstring>
@@ -29,11 +30,15 @@ void Channel::send(const void *src, size_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closed_) throw TransportClosed();
     queue_.push_back(std::move(msg));
+    queued_.store(queue_.size(), std::memory_order_release);
   }
   cv_.notify_one();
 }
 
 void Channel::recv(void *dst, size_t bytes) {
+  for (int round = 0; spinRound(round); ++round)
+    if (queued_.load(std::memory_order_acquire) != 0 || closedFlag_.load(std::memory_order_acquire))
+      break;
   std::vector<uint8_t> msg;
   {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -41,6 +46,7 @@ void Channel::recv(void *dst, size_t bytes) {
     if (closed_) throw TransportClosed();
     msg = std::move(queue_.front());
     queue_.pop_front();
+    queued_.store(queue_.size(), std::memory_order_release);
   }
   MPC_ASSERT(msg.size() == bytes, "channel message of " + std::to_string(msg.size()) +
                                       " bytes received into a buffer of " +
@@ -54,6 +60,7 @@ void Channel::close() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     closed_ = true;
+    closedFlag_ = true;
   }
   cv_.notify_all();
 }

@@ -5,7 +5,8 @@
 // steady state allocates nothing); a recv waits for the message and copies it
 // into the receiver's memory. Mailboxes are created up front from the plan,
 // so the lookup during a step is read-only and lock-free; each mailbox has its
-// own lock, so unrelated transfers never contend.
+// own lock, so unrelated transfers never contend, and a receiver spins
+// briefly before it sleeps on the mailbox's condition variable.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -38,6 +39,10 @@ private:
   std::deque<std::vector<uint8_t>> queue_;
   std::vector<std::vector<uint8_t>> free_; ///< recycled message buffers
   bool closed_ = false;
+  /// Mirrors of queue_.size() and closed_ that a receiver polls without
+  /// the lock before it sleeps (the sender is usually microseconds away).
+  std::atomic<size_t> queued_{0};
+  std::atomic<bool> closedFlag_{false};
 };
 
 class ChannelTransport : public Transport {

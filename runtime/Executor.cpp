@@ -1,10 +1,10 @@
 //===- runtime/Executor.cpp - runs a plan step by step ------------------===//
 //
-// Workers are started once and wait on a generation counter: step() bumps
-// it, every worker runs its device's list, the last one to finish wakes the
-// caller. A failing worker closes the transport before reporting, so peers
-// blocked in a recv for data that will never come wake up with
-// TransportClosed, and step() can never hang.
+// Workers are started once and each waits on its own WakeWord: step() bumps
+// every worker's word, runs the first hosted device on the calling thread,
+// then waits for the last worker to bump `done_`. A failing device closes
+// the transport before reporting, so peers blocked in a recv for data that
+// will never come wake up with TransportClosed, and step() can never hang.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Executor.h"
@@ -78,42 +78,50 @@ Executor::Executor(plan::Plan plan, BackendFactory factory, std::unique_ptr<Tran
       if (bytes.empty() || !hosts(t)) continue;
       write(t, bytes.data(), bytes.size());
     }
-  for (uint32_t d = 0; d < backends_.size(); ++d)
-    if (backends_[d]) workers_.emplace_back([this, d] { workerLoop(d); });
+  for (uint32_t d = 0; d < backends_.size(); ++d) {
+    if (!backends_[d]) continue;
+    if (callerDevice_ < 0) {
+      callerDevice_ = d;
+      continue;
+    }
+    auto w = std::make_unique<Worker>();
+    w->device = d;
+    workers_.push_back(std::move(w));
+  }
+  for (auto &w : workers_) {
+    Worker &ref = *w;
+    w->thread = std::thread([this, &ref] { workerLoop(ref); });
+  }
 }
 
 Executor::~Executor() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    shutdown_ = true;
-  }
-  startCv_.notify_all();
-  for (std::thread &t : workers_) t.join();
+  shutdown_ = true;
+  for (auto &w : workers_) w->start.bump();
+  for (auto &w : workers_) w->thread.join();
 }
 
-void Executor::workerLoop(uint32_t device) {
-  uint64_t seen = 0;
+void Executor::runDevice(uint32_t device) {
+  try {
+    backends_[device]->runStep(*transport_);
+  } catch (const TransportClosed &) {
+    // Another device failed first; its error is the one reported.
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> lock(errorMutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+    transport_->close();
+  }
+}
+
+void Executor::workerLoop(Worker &w) {
+  uint32_t seen = 0; // the word's value before any step (a bump may precede this thread's start)
   for (;;) {
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      startCv_.wait(lock, [&] { return shutdown_ || generation_ != seen; });
-      if (shutdown_) return;
-      seen = generation_;
-    }
-    std::exception_ptr err;
-    try {
-      backends_[device]->runStep(*transport_);
-    } catch (const TransportClosed &) {
-      // Another device failed first; its error is the one reported.
-    } catch (...) {
-      err = std::current_exception();
-      transport_->close();
-    }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (err && !error_) error_ = err;
-      if (--pending_ == 0) doneCv_.notify_all();
-    }
+    w.start.waitWhile(seen);
+    seen = w.start.load();
+    if (shutdown_) return;
+    runDevice(w.device);
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_.bump();
   }
 }
 
@@ -124,19 +132,25 @@ void Executor::checkUsable() const {
 
 void Executor::step() {
   checkUsable();
-  std::unique_lock<std::mutex> lock(mutex_);
-  pending_ = workers_.size();
-  ++generation_;
-  startCv_.notify_all();
-  doneCv_.wait(lock, [&] { return pending_ == 0; });
-  if (error_ || transport_->closed()) {
-    failed_ = true;
-    std::exception_ptr err = error_;
+  uint32_t seen = done_.load();
+  pending_.store(workers_.size(), std::memory_order_release);
+  for (auto &w : workers_) w->start.bump();
+  if (callerDevice_ >= 0) runDevice(uint32_t(callerDevice_));
+  while (pending_.load(std::memory_order_acquire) != 0) {
+    done_.waitWhile(seen);
+    seen = done_.load();
+  }
+  std::exception_ptr err;
+  {
+    std::lock_guard<std::mutex> lock(errorMutex_);
+    err = error_;
     error_ = nullptr;
+  }
+  if (err || transport_->closed()) {
+    failed_ = true;
     if (err) std::rethrow_exception(err);
     throw InternalError("transport closed without an error");
   }
-  lock.unlock();
   try {
     transport_->finishStep();
   } catch (...) {

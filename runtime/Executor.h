@@ -1,8 +1,10 @@
 //===- runtime/Executor.h - runs a plan step by step --------------------===//
 //
-// The Executor loads a plan onto one Backend per logical device, starts one
-// worker thread per device and, for each step(), lets every worker run its
-// device's instruction list once, concurrently; sends and receives meet in a
+// The Executor loads a plan onto one Backend per logical device and, for
+// each step(), runs every device's instruction list once, concurrently: the
+// calling thread runs the first device itself and one worker thread per
+// other device runs the rest (each woken through its own WakeWord, so a
+// step's hand-offs cost no kernel call while the threads are busy); sends and receives meet in a
 // Transport (runtime/Channel.h by default). Between steps the caller feeds
 // inputs, reads the loss, outputs and parameters, or overwrites parameters.
 //
@@ -25,9 +27,10 @@
 #pragma once
 
 #include "runtime/Backend.h"
+#include "runtime/WakeWord.h"
 #include "runtime/plan/Plan.h"
 
-#include <condition_variable>
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -84,7 +87,15 @@ public:
   uint64_t instructionsPerStep() const;
 
 private:
-  void workerLoop(uint32_t device);
+  /// A device run by a thread of its own.
+  struct Worker {
+    uint32_t device = 0;
+    WakeWord start; ///< bumped by step(): run the device once
+    std::thread thread;
+  };
+  void workerLoop(Worker &w);
+  /// Runs `device` once; a real error closes the transport and is kept.
+  void runDevice(uint32_t device);
   void checkUsable() const;
   Backend &backendOf(const plan::TensorRef &tensor);
 
@@ -92,12 +103,12 @@ private:
   std::vector<std::unique_ptr<Backend>> backends_;
   std::unique_ptr<Transport> transport_;
 
-  std::vector<std::thread> workers_;
-  std::mutex mutex_;
-  std::condition_variable startCv_, doneCv_;
-  uint64_t generation_ = 0; ///< incremented per step; workers run when it moves
-  size_t pending_ = 0;      ///< workers still running the current step
-  bool shutdown_ = false;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  int64_t callerDevice_ = -1; ///< the hosted device step()'s own thread runs
+  WakeWord done_;             ///< bumped by the last worker to finish a step
+  std::atomic<size_t> pending_{0}; ///< workers still running the current step
+  std::atomic<bool> shutdown_{false};
+  std::mutex errorMutex_;
   std::exception_ptr error_; ///< first real (non-TransportClosed) error
   bool failed_ = false;
 };
