@@ -13,13 +13,22 @@
 
 #include "support/Error.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace mpc::runtime::cpu {
 
 namespace {
 
-enum BinaryMode : int64_t { kSame = 0, kScalarB = 1, kScalarA = 2, kGeneral = 3 };
+// kRowB: b is the trailing ints[1] elements of the result's shape, repeated
+// over the leading axes (a bias add), so each row runs without index math.
+enum BinaryMode : int64_t { kSame = 0, kScalarB = 1, kScalarA = 2, kGeneral = 3, kRowB = 4 };
+
+/// True when `shape` equals the trailing dimensions of `out`.
+bool isTrailingOf(const std::vector<int64_t> &shape, const std::vector<int64_t> &out) {
+  if (shape.size() > out.size()) return false;
+  return std::equal(shape.begin(), shape.end(), out.end() - std::ptrdiff_t(shape.size()));
+}
 
 void prepareBinary(KernelInstance &k) {
   requireDType(k.in[0], plan::DType::F32, "operand 'a'");
@@ -27,10 +36,13 @@ void prepareBinary(KernelInstance &k) {
   requireDType(k.out, plan::DType::F32, "the result");
   k.strides = {broadcastStrides(k.in[0].shape, k.out.shape),
                broadcastStrides(k.in[1].shape, k.out.shape)};
-  k.ints = {kGeneral};
+  k.ints = {kGeneral, 0};
   if (k.in[0].numel == k.out.numel && k.in[1].numel == k.out.numel) k.ints[0] = kSame;
   else if (k.in[0].numel == k.out.numel && k.in[1].numel == 1) k.ints[0] = kScalarB;
   else if (k.in[1].numel == k.out.numel && k.in[0].numel == 1) k.ints[0] = kScalarA;
+  else if (k.in[0].numel == k.out.numel && k.in[1].numel > 0 &&
+           isTrailingOf(k.in[1].shape, k.out.shape))
+    k.ints = {kRowB, k.in[1].numel};
 }
 
 template <class F> void runBinary(const KernelInstance &k) {
@@ -50,6 +62,12 @@ template <class F> void runBinary(const KernelInstance &k) {
   case kScalarA: {
     float s = a[0];
     for (int64_t i = 0; i < n; ++i) o[i] = f(s, b[i]);
+    return;
+  }
+  case kRowB: {
+    const int64_t d = k.ints[1];
+    for (int64_t r = 0; r < n; r += d)
+      for (int64_t j = 0; j < d; ++j) o[r + j] = f(a[r + j], b[j]);
     return;
   }
   default:

@@ -1,7 +1,8 @@
 //===- runtime/cpu/kernels/MatMul.cpp - matmul through cblas_sgemm ------===//
 //
 // op(a) x op(b) for rank-2 f32 buffers, with the transposes passed to BLAS
-// rather than materialised. OpenBLAS runs with one thread (set when a CPU
+// rather than materialised; tiny products run as plain loops (see
+// kSmallProduct). OpenBLAS runs with one thread (set when a CPU
 // device loads), so the blocking and summation order depend on the shapes
 // only and results are bit-identical run after run.
 //
@@ -46,6 +47,32 @@ void prepareMatMul(KernelInstance &k) {
             tb};
 }
 
+/// Products of at most this many multiply-adds skip BLAS: for the tiny
+/// matrices of small models, sgemm's packing and dispatch cost more than the
+/// arithmetic (the seed model's matmuls are 200 to 400 of them).
+constexpr int64_t kSmallProduct = 8192;
+
+/// op(a) op(b) (+= into `out`, which holds c or zeros), row by row, each
+/// element summed over k in order.
+void smallMatMul(const KernelInstance &k, int64_t m, int64_t n, int64_t kk) {
+  const float *a = k.in[0].f(), *b = k.in[1].f();
+  float *o = k.out.f();
+  const int64_t lda = k.ints[3], ldb = k.ints[4];
+  const bool ta = k.ints[5] != 0, tb = k.ints[6] != 0;
+  for (int64_t i = 0; i < m; ++i) {
+    float *row = o + i * n;
+    for (int64_t p = 0; p < kk; ++p) {
+      const float av = ta ? a[p * lda + i] : a[i * lda + p];
+      if (!tb) {
+        const float *brow = b + p * ldb;
+        for (int64_t j = 0; j < n; ++j) row[j] += av * brow[j];
+      } else {
+        for (int64_t j = 0; j < n; ++j) row[j] += av * b[j * ldb + p];
+      }
+    }
+  }
+}
+
 /// With an accumulator c the result is op(a) op(b) + c: sgemm with beta = 1
 /// on c's values, in place when the plan gives the result c's buffer (the
 /// accumulation of a micro-batch's weight gradient), after a copy otherwise.
@@ -57,6 +84,11 @@ void runMatMul(const KernelInstance &k) {
     std::memcpy(k.out.data, k.in[2].data, size_t(m * n) * 4);
   if (kk == 0) {
     if (!accumulate) std::memset(k.out.data, 0, size_t(m * n) * 4);
+    return;
+  }
+  if (m * n * kk <= kSmallProduct) {
+    if (!accumulate) std::memset(k.out.data, 0, size_t(m * n) * 4);
+    smallMatMul(k, m, n, kk);
     return;
   }
   cblas_sgemm(CblasRowMajor, k.ints[5] ? CblasTrans : CblasNoTrans,

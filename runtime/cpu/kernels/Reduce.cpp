@@ -44,6 +44,13 @@ void prepareReduce(KernelInstance &k, bool mean) {
   for (size_t i = 0; i < s.size(); ++i)
     if (reduced[i]) s[i] = 0;
   k.strides = {s};
+  // The column fast path of runReduce: reduced axes all lead, kept ones
+  // trail, and something is kept.
+  int64_t lead = 0;
+  while (lead < rank && reduced[size_t(lead)]) ++lead;
+  bool columns = lead > 0 && lead < rank;
+  for (int64_t i = lead; i < rank; ++i) columns = columns && !reduced[size_t(i)];
+  k.ints = {columns ? outNumel : 0};
   k.scalar = mean ? (count > 0 ? 1.0 / double(count) : 0.0) : 1.0;
   // Mean over zero elements is NaN in the reference (0/0); sum is 0.
   if (mean && count == 0) k.scalar = std::nan("");
@@ -53,6 +60,13 @@ void runReduce(const KernelInstance &k) {
   std::vector<double> &acc = k.scratch;
   acc.assign(size_t(k.out.numel), 0.0);
   const float *x = k.in[0].f();
+  if (k.ints.size() == 1 && k.ints[0] > 0) {
+    // Columns: the leading axes are reduced, the trailing ones kept (a bias
+    // gradient); rows are added in order, as the general path does.
+    const int64_t d = k.ints[0], n = k.in[0].numel;
+    for (int64_t r = 0; r < n; r += d)
+      for (int64_t j = 0; j < d; ++j) acc[size_t(j)] += x[r + j];
+  } else {
   int64_t flat = 0;
   forEachRow<1>(k.in[0].shape, {&k.strides[0]},
                 [&](int64_t, const std::array<int64_t, 1> &off, int64_t len,
@@ -68,6 +82,7 @@ void runReduce(const KernelInstance &k) {
                   }
                   flat += len;
                 });
+  }
   float *o = k.out.f();
   for (int64_t i = 0; i < k.out.numel; ++i)
     o[i] = float(k.scalar == 1.0 ? acc[size_t(i)] : acc[size_t(i)] * k.scalar);
