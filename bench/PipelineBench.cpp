@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/Lower.h"
 #include "bench/BenchUtil.h"
+#include "runtime/cpu/BlasCore.h"
 #include "runtime/Executor.h"
 #include "compiler/CompileModel.h"
 
@@ -126,4 +127,13 @@ BENCHMARK(StageZeroArena)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 } // namespace
 
-BENCHMARK_MAIN();
+// OpenBLAS with the kernels this CPU has, as `mpc run` gets them
+// (runtime/cpu/BlasCore.h), then Google Benchmark's usual main.
+int main(int argc, char **argv) {
+  mpc::runtime::cpu::reexecWithFittingBlasCore(argv);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -7,6 +7,9 @@
 //     cross-device hand-offs.
 //   * Mlp4x1024Step: 4 dense 1024-wide layers with relu on 2 devices (two
 //     layers each), batch 64, mse loss, SGD. Dominated by sgemm.
+//   * MlpTanhStep: the same layers with tanh, batch 1024, on one device
+//     (one thread, the setting bench/compare-pytorch.py runs PyTorch in):
+//     sgemm plus the activations and their backward over 4M-element tensors.
 //   * InstructionOverhead: a forward-only chain of 1000 `neg` kernels on an
 //     f32[1] on one device: time per instruction of the executor.
 // Each reports counters, and a baseline measured in the same run so that the
@@ -20,6 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "bench/BenchUtil.h"
+#include "runtime/cpu/BlasCore.h"
 #include "runtime/Executor.h"
 #include "support/FileIO.h"
 #include "compiler/CompileModel.h"
@@ -69,29 +73,38 @@ void SeedModelStep(benchmark::State &state) {
 }
 BENCHMARK(SeedModelStep)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
-constexpr int kBatch = 64, kWidth = 1024, kLayers = 4;
+constexpr int kWidth = 1024, kLayers = 4;
 
-std::string mlpJson() {
+struct MlpShape {
+  int batch;
+  const char *activation;
+  bool twoDevices;
+};
+
+std::string mlpJson(const MlpShape &shape) {
+  const int kBatch = shape.batch;
+  auto dev = [&](int l) { return shape.twoDevices && l >= 2 ? "b" : "a"; };
   std::ostringstream os;
   os << R"({"mpc": 1, "name": "mlp4x1024", "inputs": {"x": {"shape": [)" << kBatch << ","
      << kWidth << R"(]}, "y": {"shape": [)" << kBatch << "," << kWidth << R"(]}}, "params": {)";
   for (int l = 0; l < kLayers; ++l)
     os << (l ? "," : "") << "\"w" << l << R"(": {"shape": [)" << kWidth << "," << kWidth
-       << R"(], "init": {"xavier": {"magnitude": 2.0}}, "device": ")" << (l < 2 ? "a" : "b")
+       << R"(], "init": {"xavier": {"magnitude": 2.0}}, "device": ")" << dev(l)
        << R"("}, "b)" << l << R"(": {"shape": [)" << kWidth
-       << R"(], "init": {"constant": 0.0}, "device": ")" << (l < 2 ? "a" : "b") << "\"}";
+       << R"(], "init": {"constant": 0.0}, "device": ")" << dev(l) << "\"}";
   os << R"(}, "nodes": [)";
   std::string in = "x";
   for (int l = 0; l < kLayers; ++l) {
     std::string h = "h" + std::to_string(l), z = "z" + std::to_string(l),
                 a = "a" + std::to_string(l);
     os << (l ? "," : "") << R"({"name": ")" << h << R"(", "op": "matmul", "inputs": [")" << in
-       << R"(", "w)" << l << R"("], "device": ")" << (l < 2 ? "a" : "b") << "\"},"
+       << R"(", "w)" << l << R"("], "device": ")" << dev(l) << "\"},"
        << R"({"name": ")" << z << R"(", "op": "add", "inputs": [")" << h << R"(", "b)" << l
        << "\"]}";
     in = z;
     if (l + 1 < kLayers) {
-      os << R"(,{"name": ")" << a << R"(", "op": "relu", "inputs": [")" << z << "\"]}";
+      os << R"(,{"name": ")" << a << R"(", "op": ")" << shape.activation << R"(", "inputs": [")"
+         << z << "\"]}";
       in = a;
     }
   }
@@ -101,7 +114,7 @@ std::string mlpJson() {
 }
 
 /// The 12 sgemm calls of one MLP step (forward, dX, dW per layer), one thread.
-double sgemmBaselineSeconds() {
+double sgemmBaselineSeconds(int kBatch) {
   std::vector<float> act(size_t(kBatch) * kWidth, 0.5f), w(size_t(kWidth) * kWidth, 0.01f),
       out(size_t(kBatch) * kWidth), dw(size_t(kWidth) * kWidth);
   auto once = [&] {
@@ -128,22 +141,27 @@ double sgemmBaselineSeconds() {
   return el / n;
 }
 
-void Mlp4x1024Step(benchmark::State &state) {
-  runtime::Executor ex(compileJson(mlpJson()));
+void mlpStep(benchmark::State &state, const MlpShape &shape) {
+  runtime::Executor ex(compileJson(mlpJson(shape)));
   fillInputs(ex);
-  double baseline = sgemmBaselineSeconds();
+  double baseline = sgemmBaselineSeconds(shape.batch);
   auto start = Clock::now();
   runSteps(state, ex);
   double perStep =
       std::chrono::duration<double>(Clock::now() - start).count() / double(state.iterations());
-  double flops = 3.0 * kLayers * 2.0 * kBatch * double(kWidth) * kWidth; // fwd + dX + dW
+  double flops = 3.0 * kLayers * 2.0 * shape.batch * double(kWidth) * kWidth; // fwd + dX + dW
   state.counters["us/step"] = perStep * 1e6;
   state.counters["devices"] = double(ex.numDevices());
   state.counters["GFLOP/s"] = flops / perStep * 1e-9;
   state.counters["sgemm_GFLOP/s"] = flops / baseline * 1e-9;
   state.counters["vs_sgemm"] = perStep / baseline;
 }
+
+void Mlp4x1024Step(benchmark::State &state) { mlpStep(state, {64, "relu", true}); }
 BENCHMARK(Mlp4x1024Step)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void MlpTanhStep(benchmark::State &state) { mlpStep(state, {1024, "tanh", false}); }
+BENCHMARK(MlpTanhStep)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
 constexpr int kChain = 1000;
 
@@ -198,4 +216,18 @@ BENCHMARK(InstructionOverhead)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 } // namespace
 
-BENCHMARK_MAIN();
+// OpenBLAS with the kernels this CPU has, as `mpc run` gets them
+// (runtime/cpu/BlasCore.h), then Google Benchmark's usual main.
+int main(int argc, char **argv) {
+  mpc::runtime::cpu::reexecWithFittingBlasCore(argv);
+  // For bench/compare-pytorch.py: the kernels in use, after the re-exec.
+  if (argc > 1 && std::string(argv[1]) == "--print-blas-core") {
+    std::printf("%s\n", mpc::runtime::cpu::blasCoreName().c_str());
+    return 0;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

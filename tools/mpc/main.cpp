@@ -6,12 +6,16 @@
 //     invariant).
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/cpu/BlasCore.h"
 #include "support/Error.h"
 #include "tools/mpc/Commands.h"
 
 #include <iostream>
 
 int main(int argc, char **argv) {
+  // Training runs sgemm: make sure OpenBLAS runs the kernels this CPU has
+  // (it may re-execute mpc, before anything else happens; see BlasCore.h).
+  if (argc > 1 && std::string(argv[1]) == "run") mpc::runtime::cpu::reexecWithFittingBlasCore(argv);
   CLI::App app{"mpc: a static graph compiler and executor for model-parallel training.\n\n"
                "Exit status: 0 success, 1 user error (bad model, flag, plan or data file),\n"
                "2 internal error (a bug in mpc).",

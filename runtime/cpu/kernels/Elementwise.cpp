@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/CpuKernel.h"
 #include "runtime/cpu/kernels/Loops.h"
+#include "runtime/cpu/kernels/VectorMath.h"
 
 #include "support/Error.h"
 
@@ -107,12 +108,11 @@ template <class F> void runUnary(const KernelInstance &k) {
 
 struct NegF { float operator()(float x) const { return -x; } };
 struct ReluF { float operator()(float x) const { return x > 0 ? x : 0.0f; } };
-struct SigmoidF {
-  float operator()(float x) const { return float(1.0 / (1.0 + std::exp(-double(x)))); }
-};
-struct TanhF { float operator()(float x) const { return float(std::tanh(double(x))); } };
-struct ExpF { float operator()(float x) const { return float(std::exp(double(x))); } };
-struct LogF { float operator()(float x) const { return float(std::log(double(x))); } };
+/// The transcendental activations run as vectorised float loops
+/// (VectorMath.h, with their accuracy in ulps).
+template <void (*Loop)(const float *, float *, int64_t)> void runVector(const KernelInstance &k) {
+  Loop(k.in[0].f(), k.out.f(), k.out.numel);
+}
 struct GeluF {
   float operator()(float x) const {
     double d = x;
@@ -167,11 +167,11 @@ void addElementwiseKernels(CpuKernelRegistry &r) {
   r.add("neg", {prepareUnary, runUnary<NegF>, 1, 1});
   r.add("scale", {prepareScale, runScale, 1, 1});
   r.add("relu", {prepareUnary, runUnary<ReluF>, 1, 1});
-  r.add("sigmoid", {prepareUnary, runUnary<SigmoidF>, 1, 1});
-  r.add("tanh", {prepareUnary, runUnary<TanhF>, 1, 1});
+  r.add("sigmoid", {prepareUnary, runVector<vmath::sigmoidLoop>, 1, 1});
+  r.add("tanh", {prepareUnary, runVector<vmath::tanhLoop>, 1, 1});
   r.add("gelu", {prepareUnary, runUnary<GeluF>, 1, 1});
-  r.add("exp", {prepareUnary, runUnary<ExpF>, 1, 1});
-  r.add("log", {prepareUnary, runUnary<LogF>, 1, 1});
+  r.add("exp", {prepareUnary, runVector<vmath::expLoop>, 1, 1});
+  r.add("log", {prepareUnary, runVector<vmath::logLoop>, 1, 1});
   r.add("relu_grad", {prepareBackward, runReluGrad, 2, 2});
   r.add("gelu_grad", {prepareBackward, runGeluGrad, 2, 2});
 }
