@@ -15,7 +15,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/TransferOrder.h"
 
-#include "test/CompileModel.h"
+#include "compiler/CompileModel.h"
 #include "test/unit/SeedModel.h"
 
 #include <gtest/gtest.h>
@@ -32,7 +32,7 @@ plan::Plan pipelined(const std::vector<std::string> &devices, const std::string 
   options.devices = devices;
   options.microbatches = 4;
   options.schedule = schedule;
-  return test::compileModel(test::seedModelJson(), options, /*seed=*/1);
+  return compiler::compileModel(test::seedModelJson(), options, /*seed=*/1);
 }
 
 /// Two devices that each send to the other before receiving.
