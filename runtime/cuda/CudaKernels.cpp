@@ -478,6 +478,8 @@ KernelRegistry<CudaKernel> buildRegistry() {
   add("log", prepareUnary<UnaryOp::Log>);
   add("relu_grad", prepareBinary<BinaryOp::ReluGrad>);
   add("gelu_grad", prepareBinary<BinaryOp::GeluGrad>);
+  add("tanh_grad", prepareBinary<BinaryOp::TanhGrad>);
+  add("sigmoid_grad", prepareBinary<BinaryOp::SigmoidGrad>);
   add("sum", prepareReduce<false>, reduceScratch);
   add("mean", prepareReduce<true>, reduceScratch);
   add("broadcast_to", prepareBroadcastTo);

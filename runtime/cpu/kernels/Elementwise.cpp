@@ -113,6 +113,10 @@ struct ReluF { float operator()(float x) const { return x > 0 ? x : 0.0f; } };
 template <void (*Loop)(const float *, float *, int64_t)> void runVector(const KernelInstance &k) {
   Loop(k.in[0].f(), k.out.f(), k.out.numel);
 }
+template <void (*Loop)(const float *, const float *, float *, int64_t)>
+void runVector2(const KernelInstance &k) {
+  Loop(k.in[0].f(), k.in[1].f(), k.out.f(), k.out.numel);
+}
 struct GeluF {
   float operator()(float x) const {
     double d = x;
@@ -174,6 +178,8 @@ void addElementwiseKernels(CpuKernelRegistry &r) {
   r.add("log", {prepareUnary, runVector<vmath::logLoop>, 1, 1});
   r.add("relu_grad", {prepareBackward, runReluGrad, 2, 2});
   r.add("gelu_grad", {prepareBackward, runGeluGrad, 2, 2});
+  r.add("tanh_grad", {prepareBackward, runVector2<vmath::tanhGradLoop>, 2, 2});
+  r.add("sigmoid_grad", {prepareBackward, runVector2<vmath::sigmoidGradLoop>, 2, 2});
 }
 
 } // namespace mpc::runtime::cpu

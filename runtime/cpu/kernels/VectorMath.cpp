@@ -31,4 +31,12 @@ MPC_SIMD_CLONES void sigmoidLoop(const float *x, float *o, int64_t n) {
   for (int64_t i = 0; i < n; ++i) o[i] = fastSigmoid(x[i]);
 }
 
+MPC_SIMD_CLONES void tanhGradLoop(const float *y, const float *dy, float *o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = dy[i] * (1.0f - y[i] * y[i]);
+}
+
+MPC_SIMD_CLONES void sigmoidGradLoop(const float *y, const float *dy, float *o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = dy[i] * (y[i] * (1.0f - y[i]));
+}
+
 } // namespace mpc::runtime::cpu::vmath

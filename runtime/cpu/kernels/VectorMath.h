@@ -144,4 +144,11 @@ void logLoop(const float *x, float *o, int64_t n);
 void tanhLoop(const float *x, float *o, int64_t n);
 void sigmoidLoop(const float *x, float *o, int64_t n);
 
+/// The fused backward of the activations, from their results y: one pass
+/// instead of three. o may be y or dy.
+///   tanhGradLoop:    o = dy * (1 - y * y)
+///   sigmoidGradLoop: o = dy * (y * (1 - y))
+void tanhGradLoop(const float *y, const float *dy, float *o, int64_t n);
+void sigmoidGradLoop(const float *y, const float *dy, float *o, int64_t n);
+
 } // namespace mpc::runtime::cpu::vmath

@@ -45,6 +45,8 @@ __device__ inline float applyBinary(BinaryOp op, float a, float b) {
     float cdf = 0.5f * (1.f + erff(a * kInvSqrt2));
     return b * (cdf + a * kInvSqrt2Pi * expf(-0.5f * a * a));
   }
+  case BinaryOp::TanhGrad: return b * (1.f - a * a);        // a = y, b = dy
+  case BinaryOp::SigmoidGrad: return b * (a * (1.f - a));   // a = y, b = dy
   }
   return 0.f;
 }
@@ -140,6 +142,8 @@ void launchBinary(BinaryOp op, const float *a, const float *b, float *y, const S
   case BinaryOp::Div: return binary<BinaryOp::Div>(a, b, y, d, stream);
   case BinaryOp::ReluGrad: return binary<BinaryOp::ReluGrad>(a, b, y, d, stream);
   case BinaryOp::GeluGrad: return binary<BinaryOp::GeluGrad>(a, b, y, d, stream);
+  case BinaryOp::TanhGrad: return binary<BinaryOp::TanhGrad>(a, b, y, d, stream);
+  case BinaryOp::SigmoidGrad: return binary<BinaryOp::SigmoidGrad>(a, b, y, d, stream);
   }
 }
 

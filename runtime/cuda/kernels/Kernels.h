@@ -38,7 +38,7 @@ struct StridedDesc {
 };
 
 enum class UnaryOp : int { Neg, Scale, Relu, Sigmoid, Tanh, Gelu, Exp, Log };
-enum class BinaryOp : int { Add, Sub, Mul, Div, ReluGrad, GeluGrad };
+enum class BinaryOp : int { Add, Sub, Mul, Div, ReluGrad, GeluGrad, TanhGrad, SigmoidGrad };
 
 /// y[i] = op(x[i]) (alpha is scale's factor), contiguous, n elements.
 void launchUnary(UnaryOp op, const float *x, float *y, int64_t n, float alpha,

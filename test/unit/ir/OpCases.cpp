@@ -122,6 +122,10 @@ std::vector<OpCase> buildCases() {
   add(OpKind::ReluGrad, "scalar", {f32({}), f32({})}, {}, {avoiding({0.0}, 0.05)});
   add(OpKind::GeluGrad, "matrix", {f32({3, 4}), f32({3, 4})}, {}, {range(-4.0, 4.0)});
   add(OpKind::GeluGrad, "scalar", {f32({}), f32({})});
+  add(OpKind::TanhGrad, "matrix", {f32({3, 4}), f32({3, 4})});
+  add(OpKind::TanhGrad, "scalar", {f32({}), f32({})});
+  add(OpKind::SigmoidGrad, "matrix", {f32({3, 4}), f32({3, 4})}, {}, {range(0.0, 1.0)});
+  add(OpKind::SigmoidGrad, "scalar", {f32({}), f32({})}, {}, {range(0.0, 1.0)});
 
   // Reductions.
   for (OpKind k : {OpKind::Sum, OpKind::Mean}) {

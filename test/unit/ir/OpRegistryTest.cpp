@@ -54,7 +54,7 @@ TEST(OpRegistry, AttributesAreDocumentedAndTyped) {
 }
 
 TEST(OpRegistry, NonDifferentiableOpsAreTheBackwardAndUpdateOps) {
-  std::set<std::string> expected = {"relu_grad", "gelu_grad", "softmax_grad",
+  std::set<std::string> expected = {"relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad", "softmax_grad",
                                     "softmax_cross_entropy_grad", "sgd_update",
                                     "adam_update"};
   std::set<std::string> actual;

@@ -70,6 +70,8 @@ const std::vector<OpCase> &largeCases() {
     add(OpKind::Tanh, "odd", {f32({3, 333})});
     add(OpKind::ReluGrad, "odd", {f32({1001, 3}), f32({1001, 3})});
     add(OpKind::GeluGrad, "odd", {f32({999}), f32({999})});
+    add(OpKind::TanhGrad, "odd", {f32({999}), f32({999})});
+    add(OpKind::SigmoidGrad, "odd", {f32({999}), f32({999})});
     add(OpKind::Sum, "column", {f32({1000, 37})}, {{"axes", V{0}}});
     add(OpKind::Sum, "row", {f32({37, 1000})}, {{"axes", V{1}}});
     add(OpKind::Sum, "split", {f32({3, 70001})}, {{"axes", V{1}}});
