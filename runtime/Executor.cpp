@@ -78,6 +78,9 @@ Executor::Executor(plan::Plan plan, BackendFactory factory, std::unique_ptr<Tran
       if (bytes.empty() || !hosts(t)) continue;
       write(t, bytes.data(), bytes.size());
     }
+  // The devices hold them now; a second copy for the whole run would cost
+  // as much memory as the parameters and optimizer state themselves.
+  std::vector<std::vector<uint8_t>>().swap(plan_.initialValues);
   for (uint32_t d = 0; d < backends_.size(); ++d) {
     if (!backends_[d]) continue;
     if (callerDevice_ < 0) {

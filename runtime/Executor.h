@@ -44,7 +44,8 @@ namespace mpc::runtime {
 class Executor {
 public:
   /// Loads `plan` (already verified by plan::verifyPlan) and uploads its
-  /// initial parameter and state values. `factory` makes each device's
+  /// initial parameter and state values, then frees the plan's copy of them
+  /// (plan().initialValues is empty afterwards). `factory` makes each device's
   /// backend (the CPU backend by default); `transport` carries sends and
   /// receives (in-process channels by default). `hosted[d]` says whether
   /// device d runs in this process (empty: every device).
