@@ -7,7 +7,8 @@
 //                  receives just before their first use);
 //   Liveness.cpp   when each arena buffer is live;
 //   MemoryPlan.cpp offsets in the arena (best fit, reuse after death) and in
-//                  the persistent region.
+//                  the persistent region, with ArenaOccupancy.cpp, the
+//                  index of the arena bytes taken over time.
 // This header is internal to codegen/.
 //
 //===----------------------------------------------------------------------===//
