@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <queue>
-#include <set>
 #include <unordered_map>
 
 namespace mpc::ir {
@@ -103,31 +102,53 @@ Node *Graph::find(const std::string &n) const {
   return it == byName_.end() ? nullptr : it->second;
 }
 
+namespace {
+
+/// Whether inputs[i] already appeared among inputs[0..i): a node using a
+/// value twice counts it once. Operand lists are short, so a scan is cheaper
+/// than a set.
+bool repeated(const std::vector<Node *> &inputs, size_t i) {
+  return std::find(inputs.begin(), inputs.begin() + long(i), inputs[i]) !=
+         inputs.begin() + long(i);
+}
+
+} // namespace
+
 std::vector<Node *> Graph::topoOrder() const {
-  std::unordered_map<const Node *, int> pending;
-  std::unordered_map<const Node *, std::vector<Node *>> usersOf;
-  for (const auto &n : nodes_) {
-    std::set<const Node *> distinct(n->inputs.begin(), n->inputs.end());
-    pending[n.get()] = int(distinct.size());
-    for (const Node *in : distinct) usersOf[in].push_back(n.get());
-  }
+  // Per-node state lives in arrays indexed by creation id (ids are unique
+  // and below nextId_), not in hash maps keyed by pointer: this runs before
+  // and after every pass.
+  std::vector<const Node *> byId(static_cast<size_t>(nextId_), nullptr);
+  for (const auto &n : nodes_) byId[size_t(n->id)] = n.get();
+  std::vector<int> pending(static_cast<size_t>(nextId_), 0);
+  std::vector<std::vector<Node *>> usersOf(static_cast<size_t>(nextId_));
+  for (const auto &n : nodes_)
+    for (size_t i = 0; i < n->inputs.size(); ++i) {
+      if (repeated(n->inputs, i)) continue;
+      ++pending[size_t(n->id)];
+      // An operand that is not a node of this graph (a broken graph on its
+      // way to the verifier) never becomes ready: its user is reported.
+      const Node *in = n->inputs[i];
+      if (in && in->id >= 0 && in->id < nextId_ && byId[size_t(in->id)] == in)
+        usersOf[size_t(in->id)].push_back(n.get());
+    }
   auto later = [](const Node *a, const Node *b) { return a->id > b->id; };
   std::priority_queue<Node *, std::vector<Node *>, decltype(later)> ready(later);
   for (const auto &n : nodes_)
-    if (pending[n.get()] == 0) ready.push(n.get());
+    if (pending[size_t(n->id)] == 0) ready.push(n.get());
   std::vector<Node *> order;
   order.reserve(nodes_.size());
   while (!ready.empty()) {
     Node *n = ready.top();
     ready.pop();
     order.push_back(n);
-    for (Node *u : usersOf[n])
-      if (--pending[u] == 0) ready.push(u);
+    for (Node *u : usersOf[size_t(n->id)])
+      if (--pending[size_t(u->id)] == 0) ready.push(u);
   }
   if (order.size() != nodes_.size()) {
     // Report the first node (by creation) that never became ready.
     for (const auto &n : nodes_)
-      if (pending[n.get()] > 0)
+      if (pending[size_t(n->id)] > 0)
         throw RuleError("cycle through node " + n->describe());
   }
   return order;
@@ -138,6 +159,14 @@ std::vector<Node *> Graph::users(const Node *n) const {
   for (const auto &u : nodes_)
     if (std::find(u->inputs.begin(), u->inputs.end(), n) != u->inputs.end())
       out.push_back(u.get());
+  return out;
+}
+
+std::unordered_map<const Node *, std::vector<Node *>> Graph::userMap() const {
+  std::unordered_map<const Node *, std::vector<Node *>> out;
+  for (const auto &u : nodes_)
+    for (size_t i = 0; i < u->inputs.size(); ++i)
+      if (!repeated(u->inputs, i)) out[u->inputs[i]].push_back(u.get());
   return out;
 }
 
@@ -161,8 +190,7 @@ void Graph::rename(Node *n, const std::string &newName) {
   for (std::string &o : outputs)
     if (o == old) o = newName;
   if (loss == old) loss = newName;
-  for (auto &[param, grad] : gradients)
-    if (grad == old) grad = newName;
+  gradients.renameValue(old, newName);
 }
 
 void Graph::erase(Node *n) {
@@ -172,6 +200,25 @@ void Graph::erase(Node *n) {
                          [n](const auto &p) { return p.get() == n; });
   MPC_ASSERT(it != nodes_.end(), "erasing a node of another graph");
   nodes_.erase(it);
+}
+
+void Graph::eraseAll(const std::unordered_set<const Node *> &dead) {
+  if (dead.empty()) return;
+  for (const auto &n : nodes_) {
+    if (dead.count(n.get())) continue;
+    for (const Node *in : n->inputs)
+      MPC_ASSERT(!dead.count(in), "erasing node '" + in->name + "' that '" + n->name +
+                                      "' still uses");
+  }
+  size_t erased = 0;
+  for (auto &n : nodes_)
+    if (dead.count(n.get())) {
+      byName_.erase(n->name);
+      n.reset();
+      ++erased;
+    }
+  MPC_ASSERT(erased == dead.size(), "erasing nodes of another graph");
+  nodes_.erase(std::remove(nodes_.begin(), nodes_.end(), nullptr), nodes_.end());
 }
 
 std::string Graph::uniqueName(const std::string &base) const {

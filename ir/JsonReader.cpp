@@ -932,7 +932,7 @@ private:
       std::string grad = expectString(it.value(), p, "gradient of " + quoteName(it.key()));
       if (!g_->find(grad))
         fail(p, "gradient " + quoteName(grad) + " of " + param->describe() + " not found");
-      g_->gradients[it.key()] = grad;
+      g_->gradients.set(it.key(), grad);
     }
   }
 

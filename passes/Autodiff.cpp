@@ -38,6 +38,7 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <unordered_set>
 
 namespace mpc::passes {
 
@@ -75,7 +76,7 @@ public:
       Node *dOut = total(n);
       if (!dOut) continue;
       if (n->kind == ir::NodeKind::Param) {
-        g_.gradients[n->name] = dOut->name;
+        g_.gradients.set(n->name, dOut->name);
         continue;
       }
       if (!n->isOp()) continue;
@@ -212,18 +213,11 @@ private:
       if (!live.insert(n).second) continue;
       for (const Node *in : n->inputs) work.push_back(in);
     }
-    std::vector<Node *> dead;
+    // Dead nodes are used only by dead nodes: they go all at once.
+    std::unordered_set<const Node *> dead;
     for (const auto &n : g_.nodes())
-      if (n->id >= firstNewId_ && !live.count(n.get())) dead.push_back(n.get());
-    // Dead nodes are used only by dead nodes; erase users first.
-    while (!dead.empty()) {
-      std::vector<Node *> keep;
-      for (auto it = dead.rbegin(); it != dead.rend(); ++it)
-        if (g_.users(*it).empty()) g_.erase(*it);
-        else keep.insert(keep.begin(), *it);
-      MPC_ASSERT(keep.size() < dead.size(), "dead gradient nodes form a cycle");
-      dead = std::move(keep);
-    }
+      if (n->id >= firstNewId_ && !live.count(n.get())) dead.insert(n.get());
+    g_.eraseAll(dead);
     ctx_.count("autodiff", "backward-nodes",
                int64_t(std::count_if(g_.nodes().begin(), g_.nodes().end(),
                                      [&](const auto &n) { return n->id >= firstNewId_; })));
