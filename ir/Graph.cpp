@@ -118,20 +118,31 @@ std::vector<Node *> Graph::topoOrder() const {
   // Per-node state lives in arrays indexed by creation id (ids are unique
   // and below nextId_), not in hash maps keyed by pointer: this runs before
   // and after every pass.
-  std::vector<const Node *> byId(static_cast<size_t>(nextId_), nullptr);
+  const size_t ids = static_cast<size_t>(nextId_);
+  std::vector<const Node *> byId(ids, nullptr);
   for (const auto &n : nodes_) byId[size_t(n->id)] = n.get();
-  std::vector<int> pending(static_cast<size_t>(nextId_), 0);
-  std::vector<std::vector<Node *>> usersOf(static_cast<size_t>(nextId_));
+  // An operand that is not a node of this graph (a broken graph on its way
+  // to the verifier) never becomes ready: its user is reported.
+  auto member = [&](const Node *in) {
+    return in && in->id >= 0 && in->id < nextId_ && byId[size_t(in->id)] == in;
+  };
+  // The users of each node in one array (CSR): usersOf[first[id] ..
+  // first[id + 1]), in creation order.
+  std::vector<int> pending(ids, 0);
+  std::vector<size_t> first(ids + 1, 0);
   for (const auto &n : nodes_)
     for (size_t i = 0; i < n->inputs.size(); ++i) {
       if (repeated(n->inputs, i)) continue;
       ++pending[size_t(n->id)];
-      // An operand that is not a node of this graph (a broken graph on its
-      // way to the verifier) never becomes ready: its user is reported.
-      const Node *in = n->inputs[i];
-      if (in && in->id >= 0 && in->id < nextId_ && byId[size_t(in->id)] == in)
-        usersOf[size_t(in->id)].push_back(n.get());
+      if (member(n->inputs[i])) ++first[size_t(n->inputs[i]->id) + 1];
     }
+  for (size_t i = 0; i < ids; ++i) first[i + 1] += first[i];
+  std::vector<Node *> usersOf(first[ids]);
+  std::vector<size_t> fill(first.begin(), first.end() - 1);
+  for (const auto &n : nodes_)
+    for (size_t i = 0; i < n->inputs.size(); ++i)
+      if (!repeated(n->inputs, i) && member(n->inputs[i]))
+        usersOf[fill[size_t(n->inputs[i]->id)]++] = n.get();
   auto later = [](const Node *a, const Node *b) { return a->id > b->id; };
   std::priority_queue<Node *, std::vector<Node *>, decltype(later)> ready(later);
   for (const auto &n : nodes_)
@@ -142,8 +153,8 @@ std::vector<Node *> Graph::topoOrder() const {
     Node *n = ready.top();
     ready.pop();
     order.push_back(n);
-    for (Node *u : usersOf[size_t(n->id)])
-      if (--pending[size_t(u->id)] == 0) ready.push(u);
+    for (size_t k = first[size_t(n->id)]; k < first[size_t(n->id) + 1]; ++k)
+      if (--pending[size_t(usersOf[k]->id)] == 0) ready.push(usersOf[k]);
   }
   if (order.size() != nodes_.size()) {
     // Report the first node (by creation) that never became ready.

@@ -173,7 +173,9 @@ public:
 private:
   Node *add(std::unique_ptr<Node> node);
   std::vector<std::unique_ptr<Node>> nodes_;
-  std::map<std::string, Node *> byName_;
+  /// Never iterated (outputs follow nodes_), so hashed: find() runs for
+  /// every operand a pass resolves and every check the verifier makes.
+  std::unordered_map<std::string, Node *> byName_;
   int nextId_ = 0;
 };
 

@@ -17,6 +17,8 @@
 
 #include <map>
 #include <set>
+#include <string_view>
+#include <unordered_set>
 
 namespace mpc::ir {
 
@@ -27,6 +29,7 @@ public:
   explicit Verifier(const Graph &g) : g_(g) {}
 
   std::vector<std::string> run() {
+    members_.reserve(g_.nodes().size());
     for (const auto &n : g_.nodes()) members_.insert(n.get());
     checkNames();
     std::vector<const Node *> sound;
@@ -56,7 +59,8 @@ private:
   bool isMember(const Node *n) const { return n && members_.count(n); }
 
   void checkNames() {
-    std::set<std::string> seen;
+    std::unordered_set<std::string_view> seen;
+    seen.reserve(g_.nodes().size());
     for (const auto &n : g_.nodes()) {
       if (n->name.empty()) report(*n, "empty name");
       if (!seen.insert(n->name).second) report(*n, "duplicate name '" + n->name + "'");
@@ -204,7 +208,7 @@ private:
     std::vector<const Node *> out;
     const Node *loss = g_.find(g_.loss);
     if (!loss) return out;
-    std::set<const Node *> seen{loss};
+    std::unordered_set<const Node *> seen{loss};
     std::vector<const Node *> stack{loss};
     while (!stack.empty()) {
       const Node *n = stack.back();
@@ -226,7 +230,7 @@ private:
         report("gradient '" + grad + "' of '" + param + "' is not a value of the graph");
     }
     std::vector<const Node *> reaching = paramsReachingLoss();
-    std::set<const Node *> reachingSet(reaching.begin(), reaching.end());
+    std::unordered_set<const Node *> reachingSet(reaching.begin(), reaching.end());
     for (const auto &n : g_.nodes()) {
       if (n->kind != NodeKind::Param || !reachingSet.count(n.get())) continue;
       auto it = g_.gradients.find(n->name);
@@ -260,7 +264,7 @@ private:
   }
 
   const Graph &g_;
-  std::set<const Node *> members_;
+  std::unordered_set<const Node *> members_;
   std::vector<std::string> errors_;
 };
 
