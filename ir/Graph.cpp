@@ -53,6 +53,7 @@ Node *Graph::add(std::unique_ptr<Node> node) {
   node->id = nextId_++;
   Node *raw = node.get();
   byName_[raw->name] = raw;
+  byId_.push_back(raw);
   nodes_.push_back(std::move(node));
   return raw;
 }
@@ -118,14 +119,10 @@ std::vector<Node *> Graph::topoOrder() const {
   // Per-node state lives in arrays indexed by creation id (ids are unique
   // and below nextId_), not in hash maps keyed by pointer: this runs before
   // and after every pass.
-  const size_t ids = static_cast<size_t>(nextId_);
-  std::vector<const Node *> byId(ids, nullptr);
-  for (const auto &n : nodes_) byId[size_t(n->id)] = n.get();
+  const size_t ids = idBound();
   // An operand that is not a node of this graph (a broken graph on its way
   // to the verifier) never becomes ready: its user is reported.
-  auto member = [&](const Node *in) {
-    return in && in->id >= 0 && in->id < nextId_ && byId[size_t(in->id)] == in;
-  };
+  auto member = [&](const Node *in) { return contains(in); };
   // The users of each node in one array (CSR): usersOf[first[id] ..
   // first[id + 1]), in creation order.
   std::vector<int> pending(ids, 0);
@@ -206,10 +203,11 @@ void Graph::rename(Node *n, const std::string &newName) {
 
 void Graph::erase(Node *n) {
   MPC_ASSERT(users(n).empty(), "erasing node '" + n->name + "' that still has users");
+  MPC_ASSERT(contains(n), "erasing a node of another graph");
   byName_.erase(n->name);
+  byId_[size_t(n->id)] = nullptr;
   auto it = std::find_if(nodes_.begin(), nodes_.end(),
                          [n](const auto &p) { return p.get() == n; });
-  MPC_ASSERT(it != nodes_.end(), "erasing a node of another graph");
   nodes_.erase(it);
 }
 
@@ -225,6 +223,7 @@ void Graph::eraseAll(const std::unordered_set<const Node *> &dead) {
   for (auto &n : nodes_)
     if (dead.count(n.get())) {
       byName_.erase(n->name);
+      byId_[size_t(n->id)] = nullptr;
       n.reset();
       ++erased;
     }
@@ -257,6 +256,8 @@ std::unique_ptr<Graph> Graph::clone() const {
     g->byName_[c->name] = c.get();
     g->nodes_.push_back(std::move(c));
   }
+  g->byId_.assign(byId_.size(), nullptr);
+  for (const auto &c : g->nodes_) g->byId_[size_t(c->id)] = c.get();
   for (const auto &c : g->nodes_)
     for (Node *&in : c->inputs) in = map.at(in);
   g->nextId_ = nextId_;

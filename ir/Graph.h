@@ -140,6 +140,13 @@ public:
               AttrMap attrs, TensorType type);
 
   Node *find(const std::string &name) const;
+  /// Whether `n` is a node of this graph (false for nullptr), in O(1).
+  bool contains(const Node *n) const {
+    return n && n->id >= 0 && size_t(n->id) < byId_.size() && byId_[size_t(n->id)] == n;
+  }
+  /// Every node's id is below this: the size of an array indexed by id,
+  /// which passes use instead of hash maps keyed by node.
+  size_t idBound() const { return byId_.size(); }
   /// Nodes in creation order.
   const std::vector<std::unique_ptr<Node>> &nodes() const { return nodes_; }
   /// Topological order, ties broken by creation index. Throws RuleError
@@ -176,6 +183,8 @@ private:
   /// Never iterated (outputs follow nodes_), so hashed: find() runs for
   /// every operand a pass resolves and every check the verifier makes.
   std::unordered_map<std::string, Node *> byName_;
+  /// Node by creation id; nullptr for erased ids.
+  std::vector<Node *> byId_;
   int nextId_ = 0;
 };
 
