@@ -7,7 +7,8 @@
 //                  receives just before their first use);
 //   Liveness.cpp   when each arena buffer is live;
 //   MemoryPlan.cpp offsets in the arena (best fit, reuse after death) and in
-//                  the persistent region.
+//                  the persistent region, with ArenaOccupancy.cpp, the
+//                  index of the arena bytes taken over time.
 // This header is internal to codegen/.
 //
 //===----------------------------------------------------------------------===//
@@ -17,6 +18,7 @@
 #include "runtime/plan/Plan.h"
 
 #include <map>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -33,9 +35,11 @@ struct LoweringState {
   const ir::Graph &graph;
   std::vector<ir::Node *> topo;            ///< execution order (orderNodes)
   std::map<std::string, uint32_t> devices; ///< "cpu:1" -> index in Plan::devices
-  std::map<const ir::Node *, ValueSlot> slots;
+  /// Looked up per operand of every instruction and never iterated (the
+  /// order of everything lowering emits comes from `topo`), so hashed.
+  std::unordered_map<const ir::Node *, ValueSlot> slots;
   /// Pipelined plans: the schedule action each op node belongs to.
-  std::map<const ir::Node *, plan::Action> actions;
+  std::unordered_map<const ir::Node *, plan::Action> actions;
   plan::Plan plan;
 
   explicit LoweringState(const ir::Graph &g) : graph(g) {}

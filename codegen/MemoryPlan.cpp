@@ -7,13 +7,17 @@
 // after the last of them when no gap is large enough. Every offset and every
 // spacing is a multiple of 64 bytes. Two buffers live at the same time never
 // share a byte; a buffer whose owner has died is reused. noReuseBytes is
-// what giving every buffer its own bytes would take.
+// what giving every buffer its own bytes would take. The taken bytes are
+// looked up in an interval index (ArenaOccupancy.h), so planning does not
+// compare each buffer with every placed one.
 //
 // Persistent region: params, state, inputs, outputs and the loss keep their
 // bytes for the whole run, laid out in buffer id order.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/LowerSteps.h"
+
+#include "codegen/ArenaOccupancy.h"
 
 #include "runtime/plan/PlanFormat.h"
 
@@ -37,12 +41,13 @@ void planArena(plan::DeviceProgram &program, const std::vector<LiveInterval> &li
     return a->buffer < b->buffer;
   });
 
-  // Placed buffers, kept sorted by (offset, id) so each gap search is one pass.
-  std::vector<const LiveInterval *> placed;
-  auto byOffset = [&](const LiveInterval *x, const LiveInterval *y) {
-    const plan::Buffer &a = program.buffers[x->buffer], &b = program.buffers[y->buffer];
-    return a.offset != b.offset ? a.offset < b.offset : a.id < b.id;
-  };
+  // The bytes taken by the placed buffers, by live range. The gaps a buffer
+  // may go into are the holes in the union of the byte ranges of the placed
+  // buffers live at the same time: the same gaps as a walk over those
+  // buffers by offset, found without visiting every placed buffer.
+  size_t times = 0;
+  for (const LiveInterval &l : live) times = std::max(times, l.end + 1);
+  ArenaOccupancy taken(times);
   uint64_t arenaBytes = 0;
   for (const LiveInterval *l : order) {
     plan::Buffer &b = program.buffers[l->buffer];
@@ -51,24 +56,23 @@ void planArena(plan::DeviceProgram &program, const std::vector<LiveInterval> &li
       b.offset = 0;
       continue;
     }
-    // Walk the buffers live at the same time, by offset, measuring the gaps.
+    // Best fit: the smallest hole that can hold the buffer, the lowest on a
+    // tie; else the top of the bytes taken.
     std::optional<uint64_t> best;
     uint64_t bestGap = 0, cursor = 0;
-    for (const LiveInterval *p : placed) {
-      if (!overlapInTime(*p, *l)) continue;
-      const plan::Buffer &c = program.buffers[p->buffer];
-      if (c.offset >= cursor + need) {
-        uint64_t gap = c.offset - cursor;
+    for (const ByteSpan &t : taken.taken(l->begin, l->end)) {
+      if (t.lo >= cursor + need) {
+        uint64_t gap = t.lo - cursor;
         if (!best || gap < bestGap) {
           best = cursor;
           bestGap = gap;
         }
       }
-      cursor = std::max(cursor, c.offset + alignUp(c.bytes));
+      cursor = t.hi;
     }
     b.offset = best ? *best : cursor;
     arenaBytes = std::max(arenaBytes, b.offset + need);
-    placed.insert(std::upper_bound(placed.begin(), placed.end(), l, byOffset), l);
+    taken.add(l->begin, l->end, {b.offset, b.offset + need});
   }
   program.arenaBytes = arenaBytes;
   program.noReuseBytes = noReuse;

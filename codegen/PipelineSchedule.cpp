@@ -152,12 +152,13 @@ private:
       leafFed[indexOf(n)] = s < 0;
       stage_[indexOf(n)] = std::max(s, 0);
     }
+    auto users = st_.graph.userMap();
     for (auto it = st_.topo.rbegin(); it != st_.topo.rend(); ++it) {
       const ir::Node *n = *it;
       size_t i = indexOf(n);
       if (!n->isOp() || n->backward || !leafFed[i]) continue;
       int s = std::numeric_limits<int>::max();
-      for (const ir::Node *u : st_.graph.users(n))
+      for (const ir::Node *u : users[n])
         if (u->device == n->device && !u->backward && stage_[indexOf(u)] >= 0)
           s = std::min(s, stage_[indexOf(u)]);
       stage_[i] = s == std::numeric_limits<int>::max() ? 0 : s;

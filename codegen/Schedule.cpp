@@ -74,17 +74,19 @@ bool updatesInPlace(const ir::Node *n) { return n->isOp() && n->info().has(ir::k
 
 std::vector<std::vector<size_t>> executionSuccessors(const ir::Graph &graph) {
   const auto &nodes = graph.nodes();
-  std::map<const ir::Node *, size_t> index;
-  for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i].get()] = i;
+  // Creation index by node id (arrays, not trees: this runs once per node).
+  std::vector<size_t> byId(graph.idBound());
+  for (size_t i = 0; i < nodes.size(); ++i) byId[size_t(nodes[i]->id)] = i;
+  auto index = [&](const ir::Node *n) { return byId[size_t(n->id)]; };
   std::vector<std::vector<size_t>> succ(nodes.size());
   std::vector<std::vector<const ir::Node *>> users(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     std::vector<const ir::Node *> ins(nodes[i]->inputs.begin(), nodes[i]->inputs.end());
-    std::sort(ins.begin(), ins.end(), [&](auto *a, auto *b) { return index.at(a) < index.at(b); });
+    std::sort(ins.begin(), ins.end(), [&](auto *a, auto *b) { return index(a) < index(b); });
     ins.erase(std::unique(ins.begin(), ins.end()), ins.end());
     for (const ir::Node *in : ins) {
-      succ[index.at(in)].push_back(i);
-      users[index.at(in)].push_back(nodes[i].get());
+      succ[index(in)].push_back(i);
+      users[index(in)].push_back(nodes[i].get());
     }
   }
   for (size_t u = 0; u < nodes.size(); ++u) {
@@ -92,8 +94,8 @@ std::vector<std::vector<size_t>> executionSuccessors(const ir::Graph &graph) {
     if (!updatesInPlace(update)) continue;
     for (int k : update->info().mutatedOperands) {
       if (k >= int(update->inputs.size())) continue;
-      for (const ir::Node *reader : users[index.at(update->inputs[size_t(k)])])
-        if (reader != update && !updatesInPlace(reader)) succ[index.at(reader)].push_back(u);
+      for (const ir::Node *reader : users[index(update->inputs[size_t(k)])])
+        if (reader != update && !updatesInPlace(reader)) succ[index(reader)].push_back(u);
     }
   }
   return succ;
@@ -126,13 +128,17 @@ void orderNodes(LoweringState &st) {
 }
 
 void scheduleInstructions(LoweringState &st) {
-  std::map<const ir::Node *, size_t> pos;
-  for (size_t i = 0; i < st.topo.size(); ++i) pos[st.topo[i]] = i;
+  // Position in the execution order and users, by node id.
+  std::vector<size_t> posById(st.graph.idBound());
+  for (size_t i = 0; i < st.topo.size(); ++i) posById[size_t(st.topo[i]->id)] = i;
+  auto pos = [&](const ir::Node *n) { return posById[size_t(n->id)]; };
 
-  std::map<const ir::Node *, std::vector<const ir::Node *>> usersOf;
+  std::vector<std::vector<const ir::Node *>> usersById(st.graph.idBound());
   for (const ir::Node *n : st.topo)
-    for (const ir::Node *in : n->inputs)
-      if (usersOf[in].empty() || usersOf[in].back() != n) usersOf[in].push_back(n);
+    for (const ir::Node *in : n->inputs) {
+      auto &users = usersById[size_t(in->id)];
+      if (users.empty() || users.back() != n) users.push_back(n);
+    }
 
   std::vector<Item> items;
   uint32_t nextChannel = 0;
@@ -170,7 +176,7 @@ void scheduleInstructions(LoweringState &st) {
     send.channel = channel;
     send.node = n->name;
     send.action = actionOf(st, src);
-    items.push_back({from.device, {pos.at(src), kAfterProducer, p}, std::move(send)});
+    items.push_back({from.device, {pos(src), kAfterProducer, p}, std::move(send)});
 
     plan::Instr recv;
     recv.kind = plan::InstrKind::Recv;
@@ -179,13 +185,13 @@ void scheduleInstructions(LoweringState &st) {
     recv.channel = channel;
     recv.node = n->name;
     recv.action = actionOf(st, n);
-    const std::vector<const ir::Node *> &users = usersOf[n];
+    const std::vector<const ir::Node *> &users = usersById[size_t(n->id)];
     bool forwarded = std::any_of(users.begin(), users.end(),
                                  [](const ir::Node *u) { return u->isOp(ir::OpKind::Copy); });
     std::tuple<size_t, int, size_t> key{p, kAtPosition, p};
     if (!users.empty() && !forwarded) {
-      size_t first = pos.at(users.front());
-      for (const ir::Node *u : users) first = std::min(first, pos.at(u));
+      size_t first = pos(users.front());
+      for (const ir::Node *u : users) first = std::min(first, pos(u));
       key = {first, kBeforeUse, p};
     }
     items.push_back({out.device, key, std::move(recv)});

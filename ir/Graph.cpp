@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <queue>
-#include <set>
 #include <unordered_map>
 
 namespace mpc::ir {
@@ -54,6 +53,7 @@ Node *Graph::add(std::unique_ptr<Node> node) {
   node->id = nextId_++;
   Node *raw = node.get();
   byName_[raw->name] = raw;
+  byId_.push_back(raw);
   nodes_.push_back(std::move(node));
   return raw;
 }
@@ -103,31 +103,60 @@ Node *Graph::find(const std::string &n) const {
   return it == byName_.end() ? nullptr : it->second;
 }
 
+namespace {
+
+/// Whether inputs[i] already appeared among inputs[0..i): a node using a
+/// value twice counts it once. Operand lists are short, so a scan is cheaper
+/// than a set.
+bool repeated(const std::vector<Node *> &inputs, size_t i) {
+  return std::find(inputs.begin(), inputs.begin() + long(i), inputs[i]) !=
+         inputs.begin() + long(i);
+}
+
+} // namespace
+
 std::vector<Node *> Graph::topoOrder() const {
-  std::unordered_map<const Node *, int> pending;
-  std::unordered_map<const Node *, std::vector<Node *>> usersOf;
-  for (const auto &n : nodes_) {
-    std::set<const Node *> distinct(n->inputs.begin(), n->inputs.end());
-    pending[n.get()] = int(distinct.size());
-    for (const Node *in : distinct) usersOf[in].push_back(n.get());
-  }
+  // Per-node state lives in arrays indexed by creation id (ids are unique
+  // and below nextId_), not in hash maps keyed by pointer: this runs before
+  // and after every pass.
+  const size_t ids = idBound();
+  // An operand that is not a node of this graph (a broken graph on its way
+  // to the verifier) never becomes ready: its user is reported.
+  auto member = [&](const Node *in) { return contains(in); };
+  // The users of each node in one array (CSR): usersOf[first[id] ..
+  // first[id + 1]), in creation order.
+  std::vector<int> pending(ids, 0);
+  std::vector<size_t> first(ids + 1, 0);
+  for (const auto &n : nodes_)
+    for (size_t i = 0; i < n->inputs.size(); ++i) {
+      if (repeated(n->inputs, i)) continue;
+      ++pending[size_t(n->id)];
+      if (member(n->inputs[i])) ++first[size_t(n->inputs[i]->id) + 1];
+    }
+  for (size_t i = 0; i < ids; ++i) first[i + 1] += first[i];
+  std::vector<Node *> usersOf(first[ids]);
+  std::vector<size_t> fill(first.begin(), first.end() - 1);
+  for (const auto &n : nodes_)
+    for (size_t i = 0; i < n->inputs.size(); ++i)
+      if (!repeated(n->inputs, i) && member(n->inputs[i]))
+        usersOf[fill[size_t(n->inputs[i]->id)]++] = n.get();
   auto later = [](const Node *a, const Node *b) { return a->id > b->id; };
   std::priority_queue<Node *, std::vector<Node *>, decltype(later)> ready(later);
   for (const auto &n : nodes_)
-    if (pending[n.get()] == 0) ready.push(n.get());
+    if (pending[size_t(n->id)] == 0) ready.push(n.get());
   std::vector<Node *> order;
   order.reserve(nodes_.size());
   while (!ready.empty()) {
     Node *n = ready.top();
     ready.pop();
     order.push_back(n);
-    for (Node *u : usersOf[n])
-      if (--pending[u] == 0) ready.push(u);
+    for (size_t k = first[size_t(n->id)]; k < first[size_t(n->id) + 1]; ++k)
+      if (--pending[size_t(usersOf[k]->id)] == 0) ready.push(usersOf[k]);
   }
   if (order.size() != nodes_.size()) {
     // Report the first node (by creation) that never became ready.
     for (const auto &n : nodes_)
-      if (pending[n.get()] > 0)
+      if (pending[size_t(n->id)] > 0)
         throw RuleError("cycle through node " + n->describe());
   }
   return order;
@@ -138,6 +167,14 @@ std::vector<Node *> Graph::users(const Node *n) const {
   for (const auto &u : nodes_)
     if (std::find(u->inputs.begin(), u->inputs.end(), n) != u->inputs.end())
       out.push_back(u.get());
+  return out;
+}
+
+std::unordered_map<const Node *, std::vector<Node *>> Graph::userMap() const {
+  std::unordered_map<const Node *, std::vector<Node *>> out;
+  for (const auto &u : nodes_)
+    for (size_t i = 0; i < u->inputs.size(); ++i)
+      if (!repeated(u->inputs, i)) out[u->inputs[i]].push_back(u.get());
   return out;
 }
 
@@ -161,17 +198,37 @@ void Graph::rename(Node *n, const std::string &newName) {
   for (std::string &o : outputs)
     if (o == old) o = newName;
   if (loss == old) loss = newName;
-  for (auto &[param, grad] : gradients)
-    if (grad == old) grad = newName;
+  gradients.renameValue(old, newName);
 }
 
 void Graph::erase(Node *n) {
   MPC_ASSERT(users(n).empty(), "erasing node '" + n->name + "' that still has users");
+  MPC_ASSERT(contains(n), "erasing a node of another graph");
   byName_.erase(n->name);
+  byId_[size_t(n->id)] = nullptr;
   auto it = std::find_if(nodes_.begin(), nodes_.end(),
                          [n](const auto &p) { return p.get() == n; });
-  MPC_ASSERT(it != nodes_.end(), "erasing a node of another graph");
   nodes_.erase(it);
+}
+
+void Graph::eraseAll(const std::unordered_set<const Node *> &dead) {
+  if (dead.empty()) return;
+  for (const auto &n : nodes_) {
+    if (dead.count(n.get())) continue;
+    for (const Node *in : n->inputs)
+      MPC_ASSERT(!dead.count(in), "erasing node '" + in->name + "' that '" + n->name +
+                                      "' still uses");
+  }
+  size_t erased = 0;
+  for (auto &n : nodes_)
+    if (dead.count(n.get())) {
+      byName_.erase(n->name);
+      byId_[size_t(n->id)] = nullptr;
+      n.reset();
+      ++erased;
+    }
+  MPC_ASSERT(erased == dead.size(), "erasing nodes of another graph");
+  nodes_.erase(std::remove(nodes_.begin(), nodes_.end(), nullptr), nodes_.end());
 }
 
 std::string Graph::uniqueName(const std::string &base) const {
@@ -199,6 +256,8 @@ std::unique_ptr<Graph> Graph::clone() const {
     g->byName_[c->name] = c.get();
     g->nodes_.push_back(std::move(c));
   }
+  g->byId_.assign(byId_.size(), nullptr);
+  for (const auto &c : g->nodes_) g->byId_[size_t(c->id)] = c.get();
   for (const auto &c : g->nodes_)
     for (Node *&in : c->inputs) in = map.at(in);
   g->nextId_ = nextId_;

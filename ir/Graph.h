@@ -15,6 +15,7 @@
 #pragma once
 
 #include "ir/Attribute.h"
+#include "ir/GradientMap.h"
 #include "ir/OpInfo.h"
 #include "ir/OpKind.h"
 #include "ir/Type.h"
@@ -23,6 +24,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace mpc::ir {
@@ -124,7 +127,7 @@ public:
   std::optional<OptimizerSpec> optimizer;
   PipelineSpec pipeline;
   /// Filled by autodiff: parameter name -> name of its gradient value.
-  std::map<std::string, std::string> gradients;
+  GradientMap gradients;
   unsigned stages = 0; ///< GraphStage flags
 
   Node *addInput(const std::string &name, TensorType type);
@@ -137,22 +140,36 @@ public:
               AttrMap attrs, TensorType type);
 
   Node *find(const std::string &name) const;
+  /// Whether `n` is a node of this graph (false for nullptr), in O(1).
+  bool contains(const Node *n) const {
+    return n && n->id >= 0 && size_t(n->id) < byId_.size() && byId_[size_t(n->id)] == n;
+  }
+  /// Every node's id is below this: the size of an array indexed by id,
+  /// which passes use instead of hash maps keyed by node.
+  size_t idBound() const { return byId_.size(); }
   /// Nodes in creation order.
   const std::vector<std::unique_ptr<Node>> &nodes() const { return nodes_; }
   /// Topological order, ties broken by creation index. Throws RuleError
   /// naming a node on the cycle if there is one.
   std::vector<Node *> topoOrder() const;
   /// Op nodes that use `n`, in creation order (a node using `n` twice
-  /// appears once).
+  /// appears once). Scans the whole graph: a pass that needs the users of
+  /// many nodes takes userMap() once instead.
   std::vector<Node *> users(const Node *n) const;
+  /// users() of every node at once, in one scan of the graph; nodes nobody
+  /// uses have no entry.
+  std::unordered_map<const Node *, std::vector<Node *>> userMap() const;
   /// Replaces every use of `from` as an operand by `to`, and `from` among
   /// the outputs and the loss.
   void replaceAllUses(Node *from, Node *to);
   /// Gives `n` the unused name `name`, updating the outputs, the loss and
   /// the gradients map that referred to it by its old name.
   void rename(Node *n, const std::string &name);
-  /// Removes `n`; it must have no users.
+  /// Removes `n`; it must have no users. Scans the whole graph: a pass that
+  /// removes many nodes collects them for eraseAll().
   void erase(Node *n);
+  /// Removes every node of `dead` in one scan; no node left may use one.
+  void eraseAll(const std::unordered_set<const Node *> &dead);
   /// `base` if no node has that name, else base.1, base.2, ...
   std::string uniqueName(const std::string &base) const;
   /// A deep copy with the same names, ids and flags.
@@ -163,7 +180,11 @@ public:
 private:
   Node *add(std::unique_ptr<Node> node);
   std::vector<std::unique_ptr<Node>> nodes_;
-  std::map<std::string, Node *> byName_;
+  /// Never iterated (outputs follow nodes_), so hashed: find() runs for
+  /// every operand a pass resolves and every check the verifier makes.
+  std::unordered_map<std::string, Node *> byName_;
+  /// Node by creation id; nullptr for erased ids.
+  std::vector<Node *> byId_;
   int nextId_ = 0;
 };
 

@@ -6,8 +6,8 @@
 // the offending element and the node (format in docs/ir.md).
 //
 // Steps:
-//   1. parse with nlohmann::ordered_json (object order is kept), rejecting
-//      duplicate keys and absurd nesting from the parser callback;
+//   1. parse into nlohmann::ordered_json (object order is kept) from the SAX
+//      events, rejecting duplicate keys and absurd nesting on the way;
 //   2. check the top-level keys and the format version;
 //   3. create the leaves in file order: inputs, params, state;
 //   4. create the op nodes in array order, checking op, arity, attributes and
@@ -35,6 +35,7 @@
 #include <map>
 #include <queue>
 #include <set>
+#include <unordered_set>
 
 namespace mpc::ir {
 
@@ -142,53 +143,107 @@ std::string quoteName(const std::string &s) {
   return out + "'";
 }
 
-/// Tracks the path during parsing, to reject duplicate object keys (nlohmann
-/// silently keeps one of them) and overly deep nesting, with a JSON pointer.
-class ParseGuard {
+/// Builds the parsed document from nlohmann's SAX events, tracking the path
+/// to reject duplicate object keys (nlohmann silently keeps one of them) and
+/// overly deep nesting, with a JSON pointer.
+///
+/// nlohmann's own DOM builder inserts each key through ordered_map's
+/// operator[], which searches the object's keys one by one: quadratic in the
+/// size of an object, and "params" has one key per parameter. Here the key
+/// is checked against a hash set first, so it is known to be new and is
+/// appended to the object's key list directly; order and contents are what
+/// nlohmann's builder gives.
+class DomBuilder {
 public:
-  explicit ParseGuard(std::string file) : file_(std::move(file)) {}
+  explicit DomBuilder(std::string file) : file_(std::move(file)) {}
 
-  bool operator()(int depth, json::parse_event_t event, json &parsed) {
-    switch (event) {
-    case json::parse_event_t::object_start:
-    case json::parse_event_t::array_start:
-      enterValue();
-      if (depth > kMaxDepth)
-        throw UserError(file_, pointer(),
-                        "nesting deeper than " + std::to_string(kMaxDepth) + " levels");
-      frames_.push_back({event == json::parse_event_t::array_start, {}, {}, 0});
-      break;
-    case json::parse_event_t::object_end:
-    case json::parse_event_t::array_end:
-      if (!frames_.empty()) frames_.pop_back();
-      break;
-    case json::parse_event_t::key:
-      if (!frames_.empty() && parsed.is_string()) {
-        Frame &f = frames_.back();
-        f.key = parsed.get<std::string>();
-        if (!f.keys.insert(f.key).second)
-          throw UserError(file_, pointer(), "duplicate key " + quoteName(f.key));
-      }
-      break;
-    case json::parse_event_t::value:
-      enterValue();
-      break;
-    }
+  json take() { return std::move(root_); }
+
+  // The SAX interface nlohmann's parser calls (nlohmann::json_sax, bound
+  // statically: the parser is a template on the handler's type).
+  bool null() { return value(nullptr); }
+  bool boolean(bool v) { return value(v); }
+  bool number_integer(json::number_integer_t v) { return value(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return value(v); }
+  bool number_float(json::number_float_t v, const json::string_t &) { return value(v); }
+  bool string(json::string_t &v) { return value(std::move(v)); }
+  bool binary(json::binary_t &v) { return value(std::move(v)); }
+
+  bool start_object(std::size_t) { return open(json::value_t::object, false); }
+  bool start_array(std::size_t) { return open(json::value_t::array, true); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+
+  bool key(json::string_t &k) {
+    Frame &f = frames_.back();
+    f.key = k;
+    if (!f.keys.insert(k).second)
+      throw UserError(file_, pointer(), "duplicate key " + quoteName(k));
+    // ordered_map is a vector of (key, value) pairs.
+    auto &entries = *f.value->get_ptr<json::object_t *>();
+    slot_ = &entries.emplace_back(std::move(k), nullptr).second;
     return true;
+  }
+
+  /// Rethrows what nlohmann reports (json::parse_error, or out_of_range for
+  /// a number that overflows) with its own type, as json::parse would.
+  template <class Exception>
+  bool parse_error(std::size_t, const std::string &, const Exception &e) {
+    throw e;
   }
 
 private:
   struct Frame {
+    json *value;
     bool isArray;
-    std::set<std::string> keys;
+    std::unordered_set<std::string> keys;
     std::string key;
     size_t next;
   };
 
-  /// A value starts inside the innermost container: advance an array index.
-  void enterValue() {
-    if (!frames_.empty() && frames_.back().isArray) frames_.back().key =
-        std::to_string(frames_.back().next++);
+  /// Where a new value goes: the root, the end of the innermost array, or
+  /// the slot of the key just read. Returns the stored value.
+  json *place(json &&v) {
+    if (frames_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    Frame &f = frames_.back();
+    if (f.isArray) {
+      // A value starts inside an array: advance the index in the pointer.
+      f.key = std::to_string(f.next++);
+      auto &items = *f.value->get_ptr<json::array_t *>();
+      return &items.emplace_back(std::move(v));
+    }
+    *slot_ = std::move(v);
+    return slot_;
+  }
+
+  bool value(json &&v) {
+    place(std::move(v));
+    return true;
+  }
+
+  bool open(json::value_t type, bool isArray) {
+    // The depth is the number of containers already open, as nlohmann's
+    // parser callback counts it.
+    if (!frames_.empty() && frames_.back().isArray) {
+      Frame &f = frames_.back();
+      f.key = std::to_string(f.next);
+    }
+    if (frames_.size() > size_t(kMaxDepth))
+      throw UserError(file_, pointer(),
+                      "nesting deeper than " + std::to_string(kMaxDepth) + " levels");
+    // Elements of an enclosing container are not added while this one is
+    // open, so the pointer to it stays valid until close().
+    json *v = place(json(type));
+    frames_.push_back({v, isArray, {}, {}, 0});
+    return true;
+  }
+
+  bool close() {
+    frames_.pop_back();
+    return true;
   }
 
   std::string pointer() const {
@@ -198,7 +253,9 @@ private:
   }
 
   std::string file_;
+  json root_;
   std::vector<Frame> frames_;
+  json *slot_ = nullptr;
 };
 
 /// Line and column (1-based) of the byte at 1-based offset `byte`.
@@ -276,10 +333,11 @@ private:
     // silently ignore whatever follows it.
     if (size_t nul = text_.find('\0'); nul != std::string::npos)
       fail(lineCol(text_, nul + 1), "syntax error: NUL byte in the file");
-    ParseGuard guard(file_);
+    DomBuilder builder(file_);
     try {
-      return json::parse(text_, std::ref(guard), /*allow_exceptions=*/true,
-                         /*ignore_comments=*/false);
+      json::sax_parse(text_, &builder, json::input_format_t::json, /*strict=*/true,
+                      /*ignore_comments=*/false);
+      return builder.take();
     } catch (const json::parse_error &e) {
       std::string detail = parserDetail(e.what());
       if (detail.rfind("syntax error", 0) != 0) detail = "syntax error: " + detail;
@@ -932,7 +990,7 @@ private:
       std::string grad = expectString(it.value(), p, "gradient of " + quoteName(it.key()));
       if (!g_->find(grad))
         fail(p, "gradient " + quoteName(grad) + " of " + param->describe() + " not found");
-      g_->gradients[it.key()] = grad;
+      g_->gradients.set(it.key(), grad);
     }
   }
 

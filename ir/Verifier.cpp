@@ -17,6 +17,8 @@
 
 #include <map>
 #include <set>
+#include <string_view>
+#include <unordered_set>
 
 namespace mpc::ir {
 
@@ -27,7 +29,6 @@ public:
   explicit Verifier(const Graph &g) : g_(g) {}
 
   std::vector<std::string> run() {
-    for (const auto &n : g_.nodes()) members_.insert(n.get());
     checkNames();
     std::vector<const Node *> sound;
     for (const auto &n : g_.nodes())
@@ -53,10 +54,20 @@ private:
   void report(const Node &n, const std::string &msg) { errors_.push_back(who(n) + ": " + msg); }
   void report(const std::string &msg) { errors_.push_back(msg); }
 
-  bool isMember(const Node *n) const { return n && members_.count(n); }
+  bool isMember(const Node *n) const { return g_.contains(n); }
 
   void checkNames() {
-    std::set<std::string> seen;
+    // When every node is registered under its own name, no two nodes share
+    // one (the registry maps a name to one node), and a set of the names
+    // seen is not needed.
+    bool allRegistered = true;
+    for (const auto &n : g_.nodes()) allRegistered = allRegistered && g_.find(n->name) == n.get();
+    if (allRegistered) {
+      for (const auto &n : g_.nodes())
+        if (n->name.empty()) report(*n, "empty name");
+      return;
+    }
+    std::unordered_set<std::string_view> seen;
     for (const auto &n : g_.nodes()) {
       if (n->name.empty()) report(*n, "empty name");
       if (!seen.insert(n->name).second) report(*n, "duplicate name '" + n->name + "'");
@@ -204,7 +215,10 @@ private:
     std::vector<const Node *> out;
     const Node *loss = g_.find(g_.loss);
     if (!loss) return out;
-    std::set<const Node *> seen{loss};
+    // Indexed by node id: the graph is acyclic, so every operand is a node
+    // of this graph.
+    std::vector<char> seen(g_.idBound(), 0);
+    seen[size_t(loss->id)] = 1;
     std::vector<const Node *> stack{loss};
     while (!stack.empty()) {
       const Node *n = stack.back();
@@ -212,7 +226,10 @@ private:
       if (n->kind == NodeKind::Param) out.push_back(n);
       if (!n->isOp() || n->info().has(kStopsGradient)) continue;
       for (const Node *in : n->inputs)
-        if (seen.insert(in).second) stack.push_back(in);
+        if (!seen[size_t(in->id)]) {
+          seen[size_t(in->id)] = 1;
+          stack.push_back(in);
+        }
     }
     return out;
   }
@@ -226,9 +243,10 @@ private:
         report("gradient '" + grad + "' of '" + param + "' is not a value of the graph");
     }
     std::vector<const Node *> reaching = paramsReachingLoss();
-    std::set<const Node *> reachingSet(reaching.begin(), reaching.end());
+    std::vector<char> reachingSet(g_.idBound(), 0);
+    for (const Node *p : reaching) reachingSet[size_t(p->id)] = 1;
     for (const auto &n : g_.nodes()) {
-      if (n->kind != NodeKind::Param || !reachingSet.count(n.get())) continue;
+      if (n->kind != NodeKind::Param || !reachingSet[size_t(n->id)]) continue;
       auto it = g_.gradients.find(n->name);
       if (it == g_.gradients.end()) {
         report(*n, "reaches the loss but has no gradient (graph claims differentiated)");
@@ -260,7 +278,6 @@ private:
   }
 
   const Graph &g_;
-  std::set<const Node *> members_;
   std::vector<std::string> errors_;
 };
 

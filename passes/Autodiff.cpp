@@ -36,8 +36,8 @@
 
 #include <algorithm>
 #include <iostream>
-#include <map>
-#include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace mpc::passes {
 
@@ -60,7 +60,7 @@ public:
                           loss->type.str());
     firstNewId_ = nextId();
     std::vector<Node *> order = g_.topoOrder();
-    std::set<const Node *> kept = keptNodes(order, loss);
+    std::unordered_set<const Node *> kept = keptNodes(order, loss);
 
     // Step 2: the seed.
     Builder seed = builderFor(*loss, "");
@@ -75,7 +75,7 @@ public:
       Node *dOut = total(n);
       if (!dOut) continue;
       if (n->kind == ir::NodeKind::Param) {
-        g_.gradients[n->name] = dOut->name;
+        g_.gradients.set(n->name, dOut->name);
         continue;
       }
       if (!n->isOp()) continue;
@@ -127,8 +127,9 @@ private:
   }
 
   /// Step 1: nodes on a path from a parameter to the loss.
-  std::set<const Node *> keptNodes(const std::vector<Node *> &order, const Node *loss) {
-    std::set<const Node *> fromParam;
+  std::unordered_set<const Node *> keptNodes(const std::vector<Node *> &order,
+                                             const Node *loss) {
+    std::unordered_set<const Node *> fromParam;
     for (const Node *n : order) {
       if (n->kind == ir::NodeKind::Param) {
         fromParam.insert(n);
@@ -140,11 +141,11 @@ private:
                       [&](const Node *in) { return fromParam.count(in) > 0; }))
         fromParam.insert(n);
     }
-    std::set<const Node *> toLoss{loss};
+    std::unordered_set<const Node *> toLoss{loss};
     for (auto it = order.rbegin(); it != order.rend(); ++it)
       if (toLoss.count(*it))
         for (const Node *in : (*it)->inputs) toLoss.insert(in);
-    std::set<const Node *> kept;
+    std::unordered_set<const Node *> kept;
     for (const Node *n : order)
       if (fromParam.count(n) && toLoss.count(n)) kept.insert(n);
     return kept;
@@ -202,7 +203,7 @@ private:
   }
 
   void eraseDeadGradientNodes() {
-    std::set<const Node *> live;
+    std::unordered_set<const Node *> live;
     std::vector<const Node *> work;
     for (const auto &[param, grad] : g_.gradients)
       if (const Node *n = g_.find(grad)) work.push_back(n);
@@ -212,18 +213,11 @@ private:
       if (!live.insert(n).second) continue;
       for (const Node *in : n->inputs) work.push_back(in);
     }
-    std::vector<Node *> dead;
+    // Dead nodes are used only by dead nodes: they go all at once.
+    std::unordered_set<const Node *> dead;
     for (const auto &n : g_.nodes())
-      if (n->id >= firstNewId_ && !live.count(n.get())) dead.push_back(n.get());
-    // Dead nodes are used only by dead nodes; erase users first.
-    while (!dead.empty()) {
-      std::vector<Node *> keep;
-      for (auto it = dead.rbegin(); it != dead.rend(); ++it)
-        if (g_.users(*it).empty()) g_.erase(*it);
-        else keep.insert(keep.begin(), *it);
-      MPC_ASSERT(keep.size() < dead.size(), "dead gradient nodes form a cycle");
-      dead = std::move(keep);
-    }
+      if (n->id >= firstNewId_ && !live.count(n.get())) dead.insert(n.get());
+    g_.eraseAll(dead);
     ctx_.count("autodiff", "backward-nodes",
                int64_t(std::count_if(g_.nodes().begin(), g_.nodes().end(),
                                      [&](const auto &n) { return n->id >= firstNewId_; })));
@@ -233,8 +227,8 @@ private:
   PassContext &ctx_;
   int firstNewId_ = 0;
   /// Per value: (id of the consumer, its gradient contribution).
-  std::map<const Node *, std::vector<std::pair<int, Node *>>> contributions_;
-  std::set<const Node *> claimed_;
+  std::unordered_map<const Node *, std::vector<std::pair<int, Node *>>> contributions_;
+  std::unordered_set<const Node *> claimed_;
 };
 
 class AutodiffPass : public Pass {

@@ -17,6 +17,8 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace mpc::passes {
 namespace {
@@ -41,34 +43,41 @@ public:
   }
   bool run(ir::Graph &graph, PassContext &ctx) override {
     bool changed = false;
+    std::set<std::string> outputs(graph.outputs.begin(), graph.outputs.end());
+    // Users come after their operands in topological order, so a folded
+    // node's users are rewired when they are reached (one walk, instead of a
+    // scan of the graph per fold).
+    std::unordered_map<const ir::Node *, ir::Node *> foldedInto;
     for (ir::Node *n : graph.topoOrder()) {
+      for (ir::Node *&in : n->inputs)
+        if (auto f = foldedInto.find(in); f != foldedInto.end()) in = f->second;
       if (!n->isOp() || !isIdentityFold(*n)) continue;
       // Keep the name of a node the user asked for (loss/output) alive.
-      if (n->name == graph.loss) continue;
-      if (std::find(graph.outputs.begin(), graph.outputs.end(), n->name) != graph.outputs.end())
-        continue;
-      graph.replaceAllUses(n, n->inputs[0]);
+      if (n->name == graph.loss || outputs.count(n->name)) continue;
+      foldedInto[n] = n->inputs[0];
       ctx.count(name(), "identities-folded");
       changed = true;
     }
+    // Dead nodes, users before operands: a node is dead when it has no users
+    // left once its dead users are gone.
     std::vector<ir::Node *> order = graph.topoOrder();
-    std::set<const ir::Node *> used;
-    for (const auto &n : graph.nodes())
-      for (const ir::Node *in : n->inputs) used.insert(in);
+    std::unordered_map<const ir::Node *, size_t> users;
+    for (const auto &[n, us] : graph.userMap()) users[n] = us.size();
+    std::unordered_set<const ir::Node *> dead;
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       ir::Node *n = *it;
-      if (!n->isOp() || used.count(n) || n->name == graph.loss ||
-          n->info().has(ir::kOptimizer) ||
-          std::find(graph.outputs.begin(), graph.outputs.end(), n->name) != graph.outputs.end())
+      if (!n->isOp() || users[n] > 0 || n->name == graph.loss ||
+          n->info().has(ir::kOptimizer) || outputs.count(n->name))
         continue;
-      std::vector<ir::Node *> operands = n->inputs;
-      graph.erase(n);
-      // Operands may have lost their last user; recompute for them.
-      for (ir::Node *op : operands)
-        if (graph.users(op).empty()) used.erase(op);
+      dead.insert(n);
+      for (size_t i = 0; i < n->inputs.size(); ++i)
+        if (std::find(n->inputs.begin(), n->inputs.begin() + long(i), n->inputs[i]) ==
+            n->inputs.begin() + long(i))
+          --users[n->inputs[i]];
       ctx.count(name(), "dead-nodes-removed");
       changed = true;
     }
+    graph.eraseAll(dead);
     return changed;
   }
 };

@@ -40,6 +40,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <unordered_set>
 
 namespace mpc::passes {
 
@@ -200,10 +201,13 @@ private:
   std::vector<FullValue> fullBatchValues() {
     std::set<std::string> outputs(g_.outputs.begin(), g_.outputs.end());
     std::vector<FullValue> full;
+    // The nodes created below use replicas, never an original: the users of
+    // the originals do not change in this loop.
+    auto users = g_.userMap();
     for (Node *n : order_) {
       if (!replicated(n)) continue;
       bool usedOnce = n->name == g_.loss || outputs.count(n->name);
-      for (const Node *u : g_.users(n))
+      for (const Node *u : users[n])
         if (!replicated(u) && u->microbatch < 0) usedOnce = true;
       if (!usedOnce) continue;
       Builder b(g_);
@@ -225,10 +229,12 @@ private:
     return full;
   }
 
-  // Step 4: users are erased before what they use.
+  // Step 4: the originals are used only by originals by now.
   void eraseOriginals() {
-    for (auto it = order_.rbegin(); it != order_.rend(); ++it)
-      if (replicated(*it)) g_.erase(*it);
+    std::unordered_set<const Node *> originals;
+    for (Node *n : order_)
+      if (replicated(n)) originals.insert(n);
+    g_.eraseAll(originals);
   }
 
   Graph &g_;

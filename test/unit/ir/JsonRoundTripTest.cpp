@@ -77,7 +77,7 @@ TEST(JsonRoundTrip, DiffGraphsSeesDifferences) {
   b->find("w0")->init->a = 2.25;
   EXPECT_EQ(diffGraphs(*a, *b), "node 'w0': init xavier(2.24) vs xavier(2.25)");
   b = readModel(test::seedModelJson());
-  b->gradients["w0"] = "h0";
+  b->gradients.set("w0", "h0");
   EXPECT_EQ(diffGraphs(*a, *b), "gradients differ");
 }
 
@@ -107,7 +107,7 @@ std::unique_ptr<Graph> trainingGraph() {
   Node *moved = b.copyTo(gw0, "cpu:1", "w0.grad.to.cpu1");
   moved->backward = true;
   Node *scaled = b.scale(gw0, 1.0 / 3.0);
-  gr.gradients["w0"] = gw0->name;
+  gr.gradients.set("w0", gw0->name);
   (void)moved;
   (void)scaled;
 

@@ -204,7 +204,7 @@ std::unique_ptr<Graph> differentiatedSeed() {
     b.device = param->device;
     b.origin = p;
     Node *grad = b.fill(0.0, param->type.shape);
-    g->gradients[p] = grad->name;
+    g->gradients.set(p, grad->name);
   }
   g->stages |= kDifferentiated;
   return g;
@@ -232,8 +232,8 @@ TEST(Verifier, Differentiated) {
                               "' (fill) has type f32[2], not f32[1]"));
 
   g = differentiatedSeed();
-  g->gradients["w0"] = "nothing";
-  g->gradients["x"] = "fill";
+  g->gradients.set("w0", "nothing");
+  g->gradients.set("x", "fill");
   EXPECT_THAT(verifyGraph(*g),
               ElementsAre("gradient 'nothing' of 'w0' is not a value of the graph",
                           "gradient entry for 'x', which is not a param"));
