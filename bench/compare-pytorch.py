@@ -72,9 +72,14 @@ def torch_mlp(torch, steps):
         opt.step()
     step()
     t = time.perf_counter()
+    cpu = time.process_time()
     for _ in range(steps):
         step()
-    return (time.perf_counter() - t) / steps
+    wall = time.perf_counter() - t
+    if time.process_time() - cpu > 1.3 * wall:
+        print("compare-pytorch: warning: PyTorch used more than one core "
+              "(%.0f%% CPU)" % (100 * (time.process_time() - cpu) / wall))
+    return wall / steps
 
 
 def main():
@@ -82,10 +87,16 @@ def main():
     reps = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     # PyTorch calls the same OpenBLAS: give it the kernels mpc picks, so
     # that both sides run the same sgemm.
+    # One thread means one thread: torch.set_num_threads(1) does not reach
+    # the thread pool of the pthread OpenBLAS that Debian's PyTorch calls,
+    # which otherwise runs every matmul on all cores.
     core = subprocess.run([bench, "--print-blas-core"], capture_output=True,
                           text=True).stdout.strip()
-    if core and "OPENBLAS_CORETYPE" not in os.environ:
-        os.environ["OPENBLAS_CORETYPE"] = core
+    want = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    if core:
+        want["OPENBLAS_CORETYPE"] = os.environ.get("OPENBLAS_CORETYPE", core)
+    if any(os.environ.get(k) != v for k, v in want.items()):
+        os.environ.update(want)
         os.execv(sys.executable, [sys.executable] + sys.argv)
     print("OpenBLAS kernels: %s" % (os.environ.get("OPENBLAS_CORETYPE") or "as loaded"))
     try:

@@ -47,13 +47,14 @@ std::vector<int> assignRankGpus(const plan::Plan &plan, const std::vector<int> &
     if (!names.count(name))
       throw UserError("", "--device-map", "the plan has no device '" + name + "'");
   }
-  const std::string who = "rank " + std::to_string(rank) + ": ";
+  // The job's fail-fast report names the rank ("rank 1 (gpu:2): ..."), so
+  // the messages here do not repeat it.
   std::vector<int> physical(plan.devices.size(), -1);
   int k = 0;
   for (size_t d = 0; d < plan.devices.size(); ++d) {
     const std::string &name = plan.devices[d].device;
     if (!isGpuDevice(name) || rankOf[d] != rank) continue;
-    if (visible == 0) throw UserError("", "", who + "plan uses " + name + " but " + whyNone);
+    if (visible == 0) throw UserError("", "", "plan uses " + name + " but " + whyNone);
     auto it = deviceMap.find(name);
     bool mapped = it != deviceMap.end();
     int ordinal = mapped ? it->second : firstGpu + k;
@@ -62,14 +63,14 @@ std::vector<int> assignRankGpus(const plan::Plan &plan, const std::vector<int> &
       std::string seen = "this host has " + std::to_string(visible) + " visible";
       if (mapped)
         throw UserError("", "--device-map",
-                        who + name + " is mapped to GPU " + std::to_string(ordinal) + " but " +
+                        name + " is mapped to GPU " + std::to_string(ordinal) + " but " +
                             seen);
       std::string how =
           firstGpu > 0 ? " (lower ranks on this host take GPUs 0-" + std::to_string(firstGpu - 1) +
                              "; start fewer ranks per host or share GPUs with --device-map " +
                              name + "=0)"
                        : " (share GPUs with --device-map " + name + "=0)";
-      throw UserError("", "", who + name + " needs GPU " + std::to_string(ordinal) + " but " +
+      throw UserError("", "", name + " needs GPU " + std::to_string(ordinal) + " but " +
                                   seen + how);
     }
     physical[d] = ordinal;

@@ -42,13 +42,13 @@ std::string makeNcclUniqueId() {
   ncclUniqueId id;
   ncclResult_t r = ncclGetUniqueId(&id);
   if (r != ncclSuccess)
-    throw UserError("", "", std::string("rank 0: NCCL cannot make the job's unique id: ") +
+    throw UserError("", "", std::string("NCCL cannot make the job's unique id: ") +
                                 ncclGetErrorString(r) + " (NCCL_DEBUG=WARN says more)");
   return toHex(std::string(id.internal, sizeof id.internal));
 }
 
 std::vector<void *> initJobComms(const std::string &uniqueIdHex, int nranks,
-                                 const std::vector<CommMember> &members, int rank) {
+                                 const std::vector<CommMember> &members, int /*rank: named by the job's report*/) {
   std::string raw = fromHex(uniqueIdHex);
   ncclUniqueId id;
   if (raw.size() != sizeof id.internal)
@@ -60,7 +60,7 @@ std::vector<void *> initJobComms(const std::string &uniqueIdHex, int nranks,
   cudaGetDevice(&saved);
   auto fail = [&](ncclResult_t r, const std::string &what) {
     cudaSetDevice(saved);
-    throw UserError("", "", "rank " + std::to_string(rank) + ": NCCL cannot join the job's " +
+    throw UserError("", "", "NCCL cannot join the job's " +
                                 std::to_string(nranks) + "-GPU communicator (" + what +
                                 "): " + ncclGetErrorString(r) +
                                 " (NCCL_DEBUG=WARN says more)");

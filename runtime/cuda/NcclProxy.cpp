@@ -115,7 +115,7 @@ NcclProxy::NcclProxy(std::vector<ProxyOp> ops, std::map<uint32_t, Member> member
       cudaError_t status = cudaMalloc(&l.buffer, l.op.transfer.bytes);
       if (status != cudaSuccess) {
         cudaGetLastError();
-        throw UserError("", "", "rank " + std::to_string(rank) + ": cannot allocate the " +
+        throw UserError("", "", "cannot allocate the " +
                                     std::to_string(l.op.transfer.bytes) +
                                     "-byte receive buffer of channel " +
                                     std::to_string(l.op.transfer.channel) + " on GPU " +
@@ -190,7 +190,7 @@ void NcclProxy::checkAsyncErrors() {
       endComm(other.comm, /*abort=*/true);
       other.comm = nullptr;
     }
-    throw UserError("", "", "rank " + std::to_string(rank_) + ": NCCL reports an error: " + e +
+    throw UserError("", "", "NCCL reports an error: " + e +
                                   " (another rank may have failed; NCCL_DEBUG=WARN says more)");
   }
 }

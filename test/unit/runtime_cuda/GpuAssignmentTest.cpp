@@ -84,23 +84,23 @@ TEST(GpuAssignment, DeviceMapOverridesPerDevice) {
             (std::vector<int>{0, 1, 0}));
 }
 
-TEST(GpuAssignment, ErrorsNameTheRankAndDevice) {
+TEST(GpuAssignment, ErrorsNameTheDeviceAndTheGpus) {
   plan::Plan p = planWith({"gpu:0", "gpu:1", "gpu:2"});
   std::vector<int> rankOf = {0, 1, 1};
   EXPECT_EQ(errorOf([&] { assignRankGpus(p, rankOf, 1, 1, {}, 2, ""); }),
-            "error: rank 1: gpu:2 needs GPU 2 but this host has 2 visible (lower ranks on "
+            "error: gpu:2 needs GPU 2 but this host has 2 visible (lower ranks on "
             "this host take GPUs 0-0; start fewer ranks per host or share GPUs with "
             "--device-map gpu:2=0)");
   EXPECT_EQ(errorOf([&] { assignRankGpus(p, {0, 0, 0}, 0, 0, {}, 2, ""); }),
-            "error: rank 0: gpu:2 needs GPU 2 but this host has 2 visible (share GPUs with "
+            "error: gpu:2 needs GPU 2 but this host has 2 visible (share GPUs with "
             "--device-map gpu:2=0)");
   EXPECT_EQ(errorOf([&] { assignRankGpus(p, rankOf, 1, 1, {{"gpu:1", 5}}, 2, ""); }),
-            "error: --device-map: rank 1: gpu:1 is mapped to GPU 5 but this host has 2 "
+            "error: --device-map: gpu:1 is mapped to GPU 5 but this host has 2 "
             "visible");
   EXPECT_EQ(errorOf([&] {
               assignRankGpus(p, rankOf, 1, 1, {}, 0, "no CUDA device is visible");
             }),
-            "error: rank 1: plan uses gpu:1 but no CUDA device is visible");
+            "error: plan uses gpu:1 but no CUDA device is visible");
   EXPECT_EQ(errorOf([&] { assignRankGpus(p, rankOf, 0, 0, {{"gpu:7", 0}}, 2, ""); }),
             "error: --device-map: the plan has no device 'gpu:7'");
   // A rank without gpu devices needs no GPU.
