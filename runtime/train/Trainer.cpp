@@ -79,12 +79,6 @@ private:
   std::vector<int64_t> perm_;
 };
 
-std::string hex64(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%016llx", (unsigned long long)v);
-  return buf;
-}
-
 std::string joined(const std::vector<std::string> &list) {
   std::string s;
   for (const std::string &x : list) s += (s.empty() ? "" : " ") + x;
@@ -158,7 +152,7 @@ void Trainer::checkFlags() const {
 /// and every flag that decides which collective steps a rank takes part in.
 void Trainer::agree(const plan::Plan &p) {
   dist::StartupRecord r = {
-      {"the plan's checksum", hex64(checksum_)},
+      {"the plan's checksum", io::hex64(checksum_)},
       {"the plan's devices", std::to_string(p.devices.size())},
       {"--steps", opt_.steps ? std::to_string(opt_.steps) : ""},
       {"--epochs", opt_.epochs ? std::to_string(opt_.epochs) : ""},
@@ -334,12 +328,12 @@ void Trainer::loadStart() {
     // Read by the ranks that host parameters or state; the lowest of them
     // prints the warnings (every reader finds the same ones).
     int reader = group_.size();
-    for (const auto *list : {&p.params, &p.states})
-      for (const plan::TensorRef &t : *list)
-        reader = std::min(reader, placement_.rankOf[t.device]);
     bool hostsAny = false;
     for (const auto *list : {&p.params, &p.states})
-      for (const plan::TensorRef &t : *list) hostsAny = hostsAny || ex.hosts(t);
+      for (const plan::TensorRef &t : *list) {
+        reader = std::min(reader, placement_.rankOf[t.device]);
+        hostsAny = hostsAny || ex.hosts(t);
+      }
     if (hostsAny)
       for (const std::string &w : loadInit(ex, opt_.init)) note(w, reader);
   }
@@ -359,17 +353,18 @@ void Trainer::loadStart() {
   first_ = info_.position.step;
 }
 
-void Trainer::writeCheckpoint() {
+void Trainer::writeCheckpoint(std::vector<io::NamedTensor> &params) {
   Executor &ex = *executor_;
-  std::vector<io::NamedTensor> tensors =
-      dist::gatherTensors(group_, ex, placement_.rankOf, ex.plan().params);
   if (opt_.saveParamsOnly) {
-    if (group_.rank() == 0) io::writeParamsOnly(opt_.save, tensors);
+    if (group_.rank() == 0) io::writeParamsOnly(opt_.save, params);
     return;
   }
+  // The state follows the parameters in the file; `params` is left as it came.
+  const size_t count = params.size();
   for (io::NamedTensor &t : dist::gatherTensors(group_, ex, placement_.rankOf, ex.plan().states))
-    tensors.push_back(std::move(t));
-  if (group_.rank() == 0) io::writeCheckpoint(opt_.save, tensors, info_);
+    params.push_back(std::move(t));
+  if (group_.rank() == 0) io::writeCheckpoint(opt_.save, params, info_);
+  params.resize(count);
 }
 
 void Trainer::runSteps() {
@@ -412,7 +407,11 @@ void Trainer::runSteps() {
       out_ << "step " << s + 1 << " loss " << buf << "\n" << std::flush;
     }
     // The final checkpoint is finish()'s (after --output files are written).
-    if (opt_.saveEvery > 0 && (s + 1) % opt_.saveEvery == 0 && s + 1 < total) writeCheckpoint();
+    if (opt_.saveEvery > 0 && (s + 1) % opt_.saveEvery == 0 && s + 1 < total) {
+      std::vector<io::NamedTensor> params =
+          dist::gatherTensors(group_, ex, placement_.rankOf, ex.plan().params);
+      writeCheckpoint(params);
+    }
     progress.update(s + 1);
   }
   progress.clear();
@@ -429,12 +428,12 @@ void Trainer::finish() {
     else shape[0] *= ran;
     io::writeNpy(c.file, c.ref->dtype, shape, c.bytes.data());
   }
-  if (!opt_.save.empty()) writeCheckpoint();
-  if (opt_.printParams) {
-    std::vector<io::NamedTensor> params =
-        dist::gatherTensors(group_, ex, placement_.rankOf, ex.plan().params);
-    if (group_.rank() == 0) printParams(params, out_);
-  }
+  // The parameters are gathered once for the checkpoint and the listing.
+  std::vector<io::NamedTensor> params;
+  if (!opt_.save.empty() || opt_.printParams)
+    params = dist::gatherTensors(group_, ex, placement_.rankOf, ex.plan().params);
+  if (!opt_.save.empty()) writeCheckpoint(params);
+  if (opt_.printParams && group_.rank() == 0) printParams(params, out_);
 }
 
 } // namespace mpc::runtime::train

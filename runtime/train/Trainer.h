@@ -107,7 +107,9 @@ private:
   void agreeOnRows(int64_t &rows, const std::string &rowsFile);
   void placeDevices(const plan::Plan &p);
   void loadStart();
-  void writeCheckpoint();
+  /// Writes --save from `params` (gathered to rank 0), gathering the state;
+  /// `params` is unchanged afterwards.
+  void writeCheckpoint(std::vector<io::NamedTensor> &params);
   void note(const std::string &line, int rank = 0);
 
   TrainOptions opt_;
