@@ -66,6 +66,19 @@ OpInfo unary(OpKind k, const char *name, const char *doc, InferFn infer, GradFn 
   return r;
 }
 
+/// A backward op: two same-shape operands (the forward's x or y, and dy),
+/// elementwise, not differentiable.
+OpInfo backward(OpKind k, const char *name, const char *doc, std::vector<std::string> operands,
+                InferFn infer, RefFn ref, FlopsFn flops = nullptr) {
+  OpInfo r = makeOp(k, name, "Elementwise", doc, std::move(operands));
+  r.infer = infer;
+  r.reference = ref;
+  r.flops = flops;
+  r.traits = kElementwise;
+  r.batch = rowwiseBatchRule;
+  return r;
+}
+
 } // namespace
 
 void addElementwiseOps(std::vector<OpInfo> &t) {
@@ -189,58 +202,37 @@ void addElementwiseOps(std::vector<OpInfo> &t) {
       flopsPerElement<4>));
 
   // Backward ops: same-shape operands, not differentiable.
-  {
-    OpInfo r = makeOp(OpKind::ReluGrad, "relu_grad",
-                      "Elementwise", "dy * (x > 0): the gradient of relu (not differentiable)",
-                      {"x", "dy"});
-    r.infer = [](TypeOps o, const AttrMap &) { return inferBackward("relu_grad", o); };
-    r.reference = [](RefOps o, const AttrMap &, RefTensor &out) {
-      binaryRef(o, out, [](double x, double dy) { return x > 0 ? dy : 0.0; });
-    };
-    r.traits = kElementwise;
-    r.batch = rowwiseBatchRule;
-    t.push_back(std::move(r));
-  }
-  {
-    OpInfo r = makeOp(OpKind::GeluGrad, "gelu_grad", "Elementwise",
-                      "dy * gelu'(x): the gradient of gelu (not differentiable)", {"x", "dy"});
-    r.infer = [](TypeOps o, const AttrMap &) { return inferBackward("gelu_grad", o); };
-    r.reference = [](RefOps o, const AttrMap &, RefTensor &out) {
-      binaryRef(o, out, [](double x, double dy) { return dy * geluDerivRef(x); });
-    };
-    r.flops = flopsPerElement<12>;
-    r.traits = kElementwise;
-    r.batch = rowwiseBatchRule;
-    t.push_back(std::move(r));
-  }
-  {
-    OpInfo r = makeOp(OpKind::TanhGrad, "tanh_grad", "Elementwise",
-                      "dy * (1 - y * y) with y = tanh(x): the gradient of tanh from its result "
-                      "(not differentiable)",
-                      {"y", "dy"});
-    r.infer = [](TypeOps o, const AttrMap &) { return inferBackward("tanh_grad", o); };
-    r.reference = [](RefOps o, const AttrMap &, RefTensor &out) {
-      binaryRef(o, out, [](double y, double dy) { return dy * (1.0 - y * y); });
-    };
-    r.flops = flopsPerElement<3>;
-    r.traits = kElementwise;
-    r.batch = rowwiseBatchRule;
-    t.push_back(std::move(r));
-  }
-  {
-    OpInfo r = makeOp(OpKind::SigmoidGrad, "sigmoid_grad", "Elementwise",
-                      "dy * y * (1 - y) with y = sigmoid(x): the gradient of sigmoid from its "
-                      "result (not differentiable)",
-                      {"y", "dy"});
-    r.infer = [](TypeOps o, const AttrMap &) { return inferBackward("sigmoid_grad", o); };
-    r.reference = [](RefOps o, const AttrMap &, RefTensor &out) {
-      binaryRef(o, out, [](double y, double dy) { return dy * (y * (1.0 - y)); });
-    };
-    r.flops = flopsPerElement<3>;
-    r.traits = kElementwise;
-    r.batch = rowwiseBatchRule;
-    t.push_back(std::move(r));
-  }
+  t.push_back(backward(
+      OpKind::ReluGrad, "relu_grad", "dy * (x > 0): the gradient of relu (not differentiable)",
+      {"x", "dy"}, [](TypeOps o, const AttrMap &) { return inferBackward("relu_grad", o); },
+      [](RefOps o, const AttrMap &, RefTensor &out) {
+        binaryRef(o, out, [](double x, double dy) { return x > 0 ? dy : 0.0; });
+      }));
+  t.push_back(backward(
+      OpKind::GeluGrad, "gelu_grad", "dy * gelu'(x): the gradient of gelu (not differentiable)",
+      {"x", "dy"}, [](TypeOps o, const AttrMap &) { return inferBackward("gelu_grad", o); },
+      [](RefOps o, const AttrMap &, RefTensor &out) {
+        binaryRef(o, out, [](double x, double dy) { return dy * geluDerivRef(x); });
+      },
+      flopsPerElement<12>));
+  t.push_back(backward(
+      OpKind::TanhGrad, "tanh_grad",
+      "dy * (1 - y * y) with y = tanh(x): the gradient of tanh from its result "
+      "(not differentiable)",
+      {"y", "dy"}, [](TypeOps o, const AttrMap &) { return inferBackward("tanh_grad", o); },
+      [](RefOps o, const AttrMap &, RefTensor &out) {
+        binaryRef(o, out, [](double y, double dy) { return dy * (1.0 - y * y); });
+      },
+      flopsPerElement<3>));
+  t.push_back(backward(
+      OpKind::SigmoidGrad, "sigmoid_grad",
+      "dy * y * (1 - y) with y = sigmoid(x): the gradient of sigmoid from its result "
+      "(not differentiable)",
+      {"y", "dy"}, [](TypeOps o, const AttrMap &) { return inferBackward("sigmoid_grad", o); },
+      [](RefOps o, const AttrMap &, RefTensor &out) {
+        binaryRef(o, out, [](double y, double dy) { return dy * (y * (1.0 - y)); });
+      },
+      flopsPerElement<3>));
 }
 
 } // namespace mpc::ir

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/io/Checkpoint.h"
 
+#include "runtime/plan/PlanIO.h"
 #include "support/Error.h"
 
 #include <algorithm>
@@ -30,17 +31,7 @@ namespace mpc::runtime::io {
 
 namespace {
 
-std::string typeText(plan::DType dt, const std::vector<int64_t> &shape) {
-  std::string s = std::string(plan::dtypeName(dt)) + "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-std::string hex64(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%016" PRIx64, v);
-  return buf;
-}
+using plan::typeText;
 
 /// Strict readers of metadata values: the whole string, nothing else.
 class MetaReader {
@@ -181,6 +172,12 @@ std::string attrText(const plan::AttrValue &v) {
 }
 
 } // namespace
+
+std::string hex64(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%016" PRIx64, v);
+  return buf;
+}
 
 std::string describeOptimizer(const plan::Plan &plan) {
   // The update instructions' attributes are what the kernels use (the plan's

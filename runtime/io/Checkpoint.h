@@ -54,6 +54,9 @@ struct Checkpoint {
   CheckpointInfo info;              ///< valid when resumable
 };
 
+/// "0x00c0ffee00c0ffee": a plan checksum as checkpoints and messages print it.
+std::string hex64(uint64_t v);
+
 /// "adam beta1=0.9 beta2=0.999 decoupled=false eps=1e-08 lr=0.001
 /// weight_decay=0": the optimizer of a plan as one comparable string, from
 /// its update instructions' attributes ("none" without one; distinct

@@ -11,6 +11,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <string>
 
 namespace mpc::runtime::mpi {
@@ -28,5 +29,14 @@ inline void mpiCheck(int rc, const std::string &what) {
 constexpr size_t kMaxChunk = size_t(1) << 30;
 
 inline size_t chunkCount(size_t bytes) { return bytes == 0 ? 1 : (bytes + kMaxChunk - 1) / kMaxChunk; }
+
+/// Calls f(chunk index, offset, length) for each chunk of a `bytes`-byte
+/// message (one empty chunk for an empty message).
+template <typename F> void forEachChunk(size_t bytes, F &&f) {
+  for (size_t c = 0, chunks = chunkCount(bytes); c < chunks; ++c) {
+    size_t off = c * kMaxChunk;
+    f(c, off, std::min(kMaxChunk, bytes - off));
+  }
+}
 
 } // namespace mpc::runtime::mpi

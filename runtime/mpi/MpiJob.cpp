@@ -85,16 +85,14 @@ public:
 
   void sendBytes(int to, const void *data, size_t bytes) override {
     const auto *p = static_cast<const uint8_t *>(data);
-    for (size_t c = 0, chunks = chunkCount(bytes); c < chunks; ++c) {
-      size_t off = c * kMaxChunk, n = std::min(kMaxChunk, bytes - off);
+    forEachChunk(bytes, [&](size_t, size_t off, size_t n) {
       mpiCheck(MPI_Send(p + off, int(n), MPI_BYTE, to, 0, control_), "MPI_Send to rank " +
                                                                          std::to_string(to));
-    }
+    });
   }
   void recvBytes(int from, void *data, size_t bytes) override {
     auto *p = static_cast<uint8_t *>(data);
-    for (size_t c = 0, chunks = chunkCount(bytes); c < chunks; ++c) {
-      size_t off = c * kMaxChunk, n = std::min(kMaxChunk, bytes - off);
+    forEachChunk(bytes, [&](size_t, size_t off, size_t n) {
       MPI_Status st;
       mpiCheck(MPI_Recv(p + off, int(n), MPI_BYTE, from, 0, control_, &st),
                "MPI_Recv from rank " + std::to_string(from));
@@ -102,7 +100,7 @@ public:
       MPI_Get_count(&st, MPI_BYTE, &got);
       MPC_ASSERT(size_t(got) == n, "message from rank " + std::to_string(from) +
                                        " has the wrong size");
-    }
+    });
   }
 
   std::unique_ptr<Transport> makeTransport(const plan::Plan &plan,

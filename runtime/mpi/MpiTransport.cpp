@@ -155,16 +155,13 @@ void MpiTransport::send(uint32_t channel, const void *src, size_t bytes) {
   }
   m.bytes.resize(bytes);
   if (bytes) std::memcpy(m.bytes.data(), src, bytes);
-  size_t chunks = chunkCount(bytes);
-  m.requests.assign(chunks, MPI_REQUEST_NULL);
-  for (size_t c = 0; c < chunks; ++c) {
-    size_t off = c * kMaxChunk, n = std::min(kMaxChunk, bytes - off);
+  m.requests.assign(chunkCount(bytes), MPI_REQUEST_NULL);
+  forEachChunk(bytes, [&](size_t c, size_t off, size_t n) {
     mpiCheck(MPI_Isend(m.bytes.data() + off, int(n), MPI_BYTE, out.peer, int(channel), comm_,
                        &m.requests[c]),
              "MPI_Isend on channel " + std::to_string(channel));
-  }
+  });
   out.inFlight.push_back(std::move(m));
-  ++remoteMessages_;
 }
 
 void MpiTransport::recv(uint32_t channel, void *dst, size_t bytes) {
@@ -175,14 +172,12 @@ void MpiTransport::recv(uint32_t channel, void *dst, size_t bytes) {
   auto in = incoming_.find(channel);
   MPC_ASSERT(in != incoming_.end(), "receive on channel " + std::to_string(channel) +
                                         ", which this rank sends");
-  size_t chunks = chunkCount(bytes);
-  std::vector<MPI_Request> requests(chunks, MPI_REQUEST_NULL);
-  for (size_t c = 0; c < chunks; ++c) {
-    size_t off = c * kMaxChunk, n = std::min(kMaxChunk, bytes - off);
+  std::vector<MPI_Request> requests(chunkCount(bytes), MPI_REQUEST_NULL);
+  forEachChunk(bytes, [&](size_t c, size_t off, size_t n) {
     mpiCheck(MPI_Irecv(static_cast<uint8_t *>(dst) + off, int(n), MPI_BYTE, in->second,
                        int(channel), comm_, &requests[c]),
              "MPI_Irecv on channel " + std::to_string(channel));
-  }
+  });
   std::vector<MPI_Status> statuses;
   waitAll(requests, &statuses, channel);
   size_t got = 0;
@@ -194,7 +189,6 @@ void MpiTransport::recv(uint32_t channel, void *dst, size_t bytes) {
   MPC_ASSERT(got == bytes, "channel " + std::to_string(channel) + " message of " +
                                std::to_string(got) + " bytes received into a buffer of " +
                                std::to_string(bytes));
-  ++remoteMessages_;
 }
 
 void MpiTransport::close() {

@@ -62,9 +62,6 @@ public:
   bool closed() const override { return closed_.load(); }
   void finishStep() override;
 
-  /// Messages this rank sends to / receives from other ranks, in total.
-  uint64_t remoteMessages() const { return remoteMessages_.load(); }
-
 private:
   struct Message {
     std::vector<uint8_t> bytes;
@@ -90,7 +87,6 @@ private:
   std::unordered_map<uint32_t, std::unique_ptr<Outgoing>> outgoing_;
   std::unordered_map<uint32_t, int> incoming_; ///< channel -> sending rank
   std::atomic<bool> closed_{false};
-  std::atomic<uint64_t> remoteMessages_{0};
 };
 
 } // namespace mpc::runtime::mpi

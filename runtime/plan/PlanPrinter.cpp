@@ -18,13 +18,13 @@
 
 namespace mpc::plan {
 
-namespace {
-
 std::string typeText(DType t, const std::vector<int64_t> &shape) {
   std::string s = std::string(dtypeName(t)) + "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
   return s + "]";
 }
+
+namespace {
 
 std::string number(double v) {
   char buf[64];

@@ -2,6 +2,7 @@
 #include "runtime/train/Datasets.h"
 
 #include "runtime/io/Checkpoint.h"
+#include "runtime/plan/PlanIO.h"
 #include "support/Error.h"
 
 #include <algorithm>
@@ -27,12 +28,6 @@ std::string namesOf(const std::vector<plan::TensorRef> &list) {
   std::string s;
   for (const plan::TensorRef &t : list) s += (s.empty() ? "'" : ", '") + t.name + "'";
   return s.empty() ? "none" : s;
-}
-
-std::string typeStr(plan::DType dt, const std::vector<int64_t> &shape) {
-  std::string s = std::string(plan::dtypeName(dt)) + "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
 }
 
 std::pair<std::string, std::string> splitSpec(const std::string &spec, const std::string &flag) {
@@ -82,12 +77,12 @@ std::vector<Dataset> loadInputs(const plan::Plan &p, const std::vector<std::stri
     if (a.dtype != t.dtype)
       throw UserError(d.file, "input '" + t.name + "'",
                       std::string("dtype ") + plan::dtypeName(a.dtype) +
-                          " does not match the plan's " + typeStr(t.dtype, t.shape));
+                          " does not match the plan's " + plan::typeText(t.dtype, t.shape));
     if (t.shape.empty()) {
       if (!a.shape.empty())
         throw UserError(d.file, "input '" + t.name + "'",
-                        "shape " + typeStr(a.dtype, a.shape) + " does not match the plan's " +
-                            typeStr(t.dtype, t.shape));
+                        "shape " + plan::typeText(a.dtype, a.shape) + " does not match the plan's " +
+                            plan::typeText(t.dtype, t.shape));
       d.staging = a.data;
       out.push_back(std::move(d));
       continue;
@@ -96,8 +91,8 @@ std::vector<Dataset> loadInputs(const plan::Plan &p, const std::vector<std::stri
     for (size_t i = 1; ok && i < t.shape.size(); ++i) ok = a.shape[i] == t.shape[i];
     if (!ok)
       throw UserError(d.file, "input '" + t.name + "'",
-                      "shape " + typeStr(a.dtype, a.shape) +
-                          " does not match the plan's batch " + typeStr(t.dtype, t.shape) +
+                      "shape " + plan::typeText(a.dtype, a.shape) +
+                          " does not match the plan's batch " + plan::typeText(t.dtype, t.shape) +
                           " (expected " + datasetShapeHint(t.shape) + " with N a dataset size)");
     d.batch = t.shape[0];
     d.rowBytes = size_t(t.numElements() / std::max<int64_t>(1, t.shape[0])) * 4;
@@ -148,15 +143,15 @@ std::vector<std::string> loadInit(Executor &ex, const std::string &file) {
     if (it == byName.end()) {
       if (required)
         throw UserError(file, "", "missing parameter '" + r.name + "' " +
-                                      typeStr(r.dtype, r.shape));
+                                      plan::typeText(r.dtype, r.shape));
       missing.push_back("'" + r.name + "'");
       return;
     }
     const io::NamedTensor &t = *it->second;
     if (t.dtype != r.dtype || t.shape != r.shape)
       throw UserError(file, "tensor '" + r.name + "'",
-                      typeStr(t.dtype, t.shape) + " does not match the plan's " +
-                          typeStr(r.dtype, r.shape));
+                      plan::typeText(t.dtype, t.shape) + " does not match the plan's " +
+                          plan::typeText(r.dtype, r.shape));
     if (ex.hosts(r)) ex.write(r, t.data.data(), t.data.size());
   };
   for (const plan::TensorRef &r : p.params) load(r, true);
@@ -184,7 +179,7 @@ std::vector<std::string> loadInit(Executor &ex, const std::string &file) {
 void printParams(const std::vector<io::NamedTensor> &params, std::ostream &os) {
   for (const io::NamedTensor &r : params) {
     const std::vector<uint8_t> &bytes = r.data;
-    os << r.name << " " << typeStr(r.dtype, r.shape) << " = [";
+    os << r.name << " " << plan::typeText(r.dtype, r.shape) << " = [";
     int64_t n = int64_t(bytes.size() / 4), shown = std::min<int64_t>(n, 16);
     for (int64_t i = 0; i < shown; ++i) {
       char buf[32];

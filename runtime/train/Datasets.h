@@ -26,8 +26,6 @@
 
 namespace mpc::runtime::train {
 
-/// "f32[100,2]".
-std::string typeStr(plan::DType dt, const std::vector<int64_t> &shape);
 /// "'x', 'y'" (or "none"): the names of plan tensors, for messages.
 std::string namesOf(const std::vector<plan::TensorRef> &list);
 /// Splits "name=path"; `flag` names the option in errors.
