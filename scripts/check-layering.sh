@@ -3,7 +3,9 @@
 # support -> ir -> passes -> (runtime/plan) -> codegen -> compiler -> runtime -> tools,
 # and inside the runtime: the training loop (runtime/train) and the process
 # layer (runtime/dist) know neither MPI (runtime/mpi) nor CUDA (runtime/cuda);
-# the driver chooses those.
+# the driver chooses those. One file crosses the floors on purpose:
+# ir/OpList.def, the op list, is a macro table with no code, from which both
+# backends take each op's name and family.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 status=0
@@ -11,7 +13,7 @@ check() { # folder, forbidden include prefixes...
   local dir=$1; shift
   for prefix in "$@"; do
     hits=$(grep -rnE "#include \"$prefix/" "$dir" --include='*.h' --include='*.cpp' \
-             --include='*.cu' --include='*.cuh' 2>/dev/null)
+             --include='*.cu' --include='*.cuh' 2>/dev/null | grep -v '#include "ir/OpList.def"')
     if [ -n "$hits" ]; then
       echo "layering violation: $dir/ must not include \"$prefix/...\":"
       echo "$hits"

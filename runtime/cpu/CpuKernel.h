@@ -7,14 +7,18 @@
 // load, so an instance holds raw pointers into its device's arena.
 //
 // Kernels are plain loops in a fixed order (matmul is cblas_sgemm with one
-// BLAS thread), so results do not depend on timing. Family files
-// (kernels/<Family>.cpp) register their kernels with one add function each.
+// BLAS thread), so results do not depend on timing. Each op's kernel lives in
+// the file of its family (kernels/<Family>.cpp, the family of
+// ir/OpList.def); the registry takes names and families from that list.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "runtime/KernelRegistry.h"
+#include "runtime/Strides.h"
+#include "runtime/plan/Attrs.h"
 #include "runtime/plan/Plan.h"
+#include "runtime/plan/PlanIO.h"
 
 #include <cstdint>
 #include <string>
@@ -53,7 +57,7 @@ struct KernelInstance {
   RunFn run = nullptr;
   std::vector<TensorArg> in;
   TensorArg out;
-  const plan::AttrMap *attrs = nullptr;
+  const plan::AttrMap *attrs = nullptr; ///< the instruction's; null: none
   // Filled by prepare:
   std::vector<int64_t> ints; ///< sizes/strides, meaning per kernel
   std::vector<std::vector<int64_t>> strides; ///< per input, broadcast strides over out
@@ -61,39 +65,43 @@ struct KernelInstance {
   std::vector<double> reals; ///< several float attributes (optimizer hyper-parameters)
   int64_t outer = 1, axis = 1, inner = 1; ///< reductions/softmax: [outer, axis, inner]
   mutable std::vector<double> scratch; ///< per-instance work space (reductions)
+
+  /// The instruction's attributes, for the typed reads of runtime/plan/Attrs.h.
+  const plan::AttrMap &attrMap() const {
+    static const plan::AttrMap none;
+    return attrs ? *attrs : none;
+  }
 };
 
 using CpuKernelRegistry = KernelRegistry<CpuKernel>;
 
-/// Every CPU kernel.
+/// Every CPU kernel: one per op of ir/OpList.def, under the op's name.
 const CpuKernelRegistry &cpuKernels();
 
-// Family registration functions, one per kernels/<Family>.cpp.
-void addElementwiseKernels(CpuKernelRegistry &r);
-void addMatMulKernels(CpuKernelRegistry &r);
-void addReduceKernels(CpuKernelRegistry &r);
-void addShapeKernels(CpuKernelRegistry &r);
-void addSoftmaxKernels(CpuKernelRegistry &r);
-void addLossKernels(CpuKernelRegistry &r);
-void addDeviceKernels(CpuKernelRegistry &r);
-void addOptimizerKernels(CpuKernelRegistry &r);
+/// The kernels themselves: op `Kind` of family `Family` is
+/// kernels::Family::Kind, defined in kernels/<Family>.cpp. The list is the
+/// op list, so an op without a CPU kernel does not link.
+namespace kernels {
+#define MPC_OP(Kind, Name, Family)                                                          \
+  namespace Family {                                                                         \
+  extern const CpuKernel Kind;                                                               \
+  }
+#include "ir/OpList.def"
+} // namespace kernels
 
-// Attribute and operand helpers shared by the family files (throw RuleError).
-bool attrBool(const KernelInstance &k, const std::string &name, bool dflt);
-int64_t attrInt(const KernelInstance &k, const std::string &name, int64_t dflt);
-double attrFloat(const KernelInstance &k, const std::string &name, double dflt);
-std::vector<int64_t> attrInts(const KernelInstance &k, const std::string &name,
-                              const std::vector<int64_t> &dflt);
-bool hasAttr(const KernelInstance &k, const std::string &name);
+// The typed attribute reads (runtime/plan/Attrs.h) and strides
+// (runtime/Strides.h) the family files use.
+using plan::attrBool;
+using plan::attrFloat;
+using plan::attrInt;
+using plan::attrInts;
+using plan::attrString;
+using plan::hasAttr;
+using runtime::broadcastStrides;
+using runtime::contiguousStrides;
+
+// Operand checks shared by the family files (throw RuleError).
 void requireDType(const TensorArg &t, plan::DType dt, const std::string &what);
 void requireSameShape(const TensorArg &a, const TensorArg &b, const std::string &what);
-std::string shapeStr(const std::vector<int64_t> &shape);
-
-/// Row-major strides of `shape`.
-std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape);
-/// Strides of `in` viewed with NumPy broadcasting over `out` (0 on broadcast
-/// axes); throws RuleError when `in` does not broadcast to `out`.
-std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &in,
-                                      const std::vector<int64_t> &out);
 
 } // namespace mpc::runtime::cpu

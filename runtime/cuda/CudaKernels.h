@@ -53,4 +53,15 @@ struct CudaKernel {
 /// Every CUDA kernel, keyed by op name.
 const KernelRegistry<CudaKernel> &cudaKernels();
 
+/// The kernels themselves: op `Kind` of family `Family` is
+/// kernels::Family::Kind, defined in kernels/<Family>.cpp. The list is the op
+/// list (ir/OpList.def), so an op without a CUDA kernel does not link.
+namespace kernels {
+#define MPC_OP(Kind, Name, Family)                                                          \
+  namespace Family {                                                                         \
+  extern const CudaKernel Kind;                                                              \
+  }
+#include "ir/OpList.def"
+} // namespace kernels
+
 } // namespace mpc::runtime::cuda

@@ -1,6 +1,7 @@
 //===- runtime/cuda/Descriptors.cpp - shape descriptors for the kernels -===//
 #include "runtime/cuda/Descriptors.h"
 
+#include "runtime/Strides.h"
 #include "support/Error.h"
 
 #include <string>
@@ -48,28 +49,12 @@ StridedDesc pack(std::vector<Axis> axes) {
   return d;
 }
 
-/// Strides of `in` seen through broadcasting to `out` (right-aligned).
-Dims broadcastStrides(const Dims &out, const Dims &in) {
-  Dims s(out.size(), 0);
-  Dims inStrides = rowMajorStrides(in);
-  size_t off = out.size() - in.size();
-  for (size_t i = 0; i < in.size(); ++i)
-    s[off + i] = in[i] == 1 ? 0 : inStrides[i];
-  return s;
-}
-
 } // namespace
-
-Dims rowMajorStrides(const Dims &shape) {
-  Dims s(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
-  return s;
-}
 
 StridedDesc broadcastDesc(const Dims &out, const Dims &a, const Dims &b) {
   if (a.size() > out.size() || b.size() > out.size())
     throw RuleError("operand rank exceeds the result rank");
-  Dims sa = broadcastStrides(out, a), sb = broadcastStrides(out, b);
+  Dims sa = broadcastStrides(a, out), sb = broadcastStrides(b, out);
   std::vector<Axis> axes;
   for (size_t i = 0; i < out.size(); ++i) axes.push_back({out[i], sa[i], sb[i]});
   return pack(axes);
@@ -77,21 +62,21 @@ StridedDesc broadcastDesc(const Dims &out, const Dims &a, const Dims &b) {
 
 StridedDesc broadcastDesc(const Dims &out, const Dims &in) {
   if (in.size() > out.size()) throw RuleError("operand rank exceeds the result rank");
-  Dims sa = broadcastStrides(out, in);
+  Dims sa = broadcastStrides(in, out);
   std::vector<Axis> axes;
   for (size_t i = 0; i < out.size(); ++i) axes.push_back({out[i], sa[i], 0});
   return pack(axes);
 }
 
 StridedDesc transposeDesc(const Dims &in, const std::vector<int64_t> &perm) {
-  Dims s = rowMajorStrides(in);
+  Dims s = contiguousStrides(in);
   std::vector<Axis> axes;
   for (int64_t p : perm) axes.push_back({in[size_t(p)], s[size_t(p)], 0});
   return pack(axes);
 }
 
 ReduceDesc reduceDesc(const Dims &in, const std::vector<bool> &reduced) {
-  Dims s = rowMajorStrides(in);
+  Dims s = contiguousStrides(in);
   std::vector<Axis> kept, red;
   bool zero = false;
   // Merge runs of neighbouring axes of the same kind (contiguous in `in`).

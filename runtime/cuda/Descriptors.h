@@ -18,9 +18,6 @@ namespace mpc::runtime::cuda {
 
 using Dims = std::vector<int64_t>;
 
-/// Row-major element strides of `shape`.
-Dims rowMajorStrides(const Dims &shape);
-
 /// Output `out`, operands `a` and `b` broadcast to it (right-aligned).
 StridedDesc broadcastDesc(const Dims &out, const Dims &a, const Dims &b);
 /// Output `out` read from `in` broadcast to it (broadcast_to).

@@ -69,7 +69,10 @@ struct Action {
   Kind kind = None;
   int32_t stage = -1;      ///< virtual stage (Forward, Backward)
   int32_t microbatch = -1; ///< (Forward, Backward)
-  bool operator==(const Action &) const = default;
+  // Spelled out: CUDA translation units include this header as C++17.
+  bool operator==(const Action &o) const {
+    return kind == o.kind && stage == o.stage && microbatch == o.microbatch;
+  }
 };
 
 struct Instr {

@@ -41,6 +41,8 @@ void printPlan(const Plan &plan, std::ostream &os);
 /// pretty-printed JSON document: the same fields as the meta section.
 std::string planMetaJson(const Plan &plan);
 
+/// "[100,2]": a shape as plans and messages print it.
+std::string shapeText(const std::vector<int64_t> &shape);
 /// "f32[100,2]": a tensor's type as plans, messages and listings print it.
 std::string typeText(DType dtype, const std::vector<int64_t> &shape);
 

@@ -18,10 +18,14 @@
 
 namespace mpc::plan {
 
-std::string typeText(DType t, const std::vector<int64_t> &shape) {
-  std::string s = std::string(dtypeName(t)) + "[";
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
   return s + "]";
+}
+
+std::string typeText(DType t, const std::vector<int64_t> &shape) {
+  return dtypeName(t) + shapeText(shape);
 }
 
 namespace {

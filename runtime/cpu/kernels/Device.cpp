@@ -15,14 +15,14 @@ namespace mpc::runtime::cpu {
 namespace {
 void prepareIdentity(KernelInstance &k) {
   if (k.in[0].shape != k.out.shape || k.in[0].dtype != k.out.dtype)
-    throw RuleError("operand " + shapeStr(k.in[0].shape) + " and result " +
-                    shapeStr(k.out.shape) + " differ");
+    throw RuleError("operand " + plan::shapeText(k.in[0].shape) + " and result " +
+                    plan::shapeText(k.out.shape) + " differ");
 }
 } // namespace
 
-void addDeviceKernels(CpuKernelRegistry &r) {
-  r.add("copy", {prepareIdentity, runByteCopyKernel, 1, 1});
-  r.add("stop_gradient", {prepareIdentity, runByteCopyKernel, 1, 1});
-}
+namespace kernels::Device {
+const CpuKernel Copy{prepareIdentity, runByteCopyKernel, 1, 1};
+const CpuKernel StopGradient{prepareIdentity, runByteCopyKernel, 1, 1};
+} // namespace kernels::Device
 
 } // namespace mpc::runtime::cpu

@@ -126,7 +126,7 @@ struct GeluF {
 
 void prepareScale(KernelInstance &k) {
   prepareUnary(k);
-  k.scalar = attrFloat(k, "value", 1.0);
+  k.scalar = attrFloat(k.attrMap(), "value", 1.0);
 }
 
 void runScale(const KernelInstance &k) {
@@ -163,23 +163,23 @@ void runGeluGrad(const KernelInstance &k) {
 
 } // namespace
 
-void addElementwiseKernels(CpuKernelRegistry &r) {
-  r.add("add", {prepareBinary, runBinary<AddF>, 2, 2});
-  r.add("sub", {prepareBinary, runBinary<SubF>, 2, 2});
-  r.add("mul", {prepareBinary, runBinary<MulF>, 2, 2});
-  r.add("div", {prepareBinary, runBinary<DivF>, 2, 2});
-  r.add("neg", {prepareUnary, runUnary<NegF>, 1, 1});
-  r.add("scale", {prepareScale, runScale, 1, 1});
-  r.add("relu", {prepareUnary, runUnary<ReluF>, 1, 1});
-  r.add("sigmoid", {prepareUnary, runVector<vmath::sigmoidLoop>, 1, 1});
-  r.add("tanh", {prepareUnary, runVector<vmath::tanhLoop>, 1, 1});
-  r.add("gelu", {prepareUnary, runUnary<GeluF>, 1, 1});
-  r.add("exp", {prepareUnary, runVector<vmath::expLoop>, 1, 1});
-  r.add("log", {prepareUnary, runVector<vmath::logLoop>, 1, 1});
-  r.add("relu_grad", {prepareBackward, runReluGrad, 2, 2});
-  r.add("gelu_grad", {prepareBackward, runGeluGrad, 2, 2});
-  r.add("tanh_grad", {prepareBackward, runVector2<vmath::tanhGradLoop>, 2, 2});
-  r.add("sigmoid_grad", {prepareBackward, runVector2<vmath::sigmoidGradLoop>, 2, 2});
-}
+namespace kernels::Elementwise {
+const CpuKernel Add{prepareBinary, runBinary<AddF>, 2, 2};
+const CpuKernel Sub{prepareBinary, runBinary<SubF>, 2, 2};
+const CpuKernel Mul{prepareBinary, runBinary<MulF>, 2, 2};
+const CpuKernel Div{prepareBinary, runBinary<DivF>, 2, 2};
+const CpuKernel Neg{prepareUnary, runUnary<NegF>, 1, 1};
+const CpuKernel Scale{prepareScale, runScale, 1, 1};
+const CpuKernel Relu{prepareUnary, runUnary<ReluF>, 1, 1};
+const CpuKernel Sigmoid{prepareUnary, runVector<vmath::sigmoidLoop>, 1, 1};
+const CpuKernel Tanh{prepareUnary, runVector<vmath::tanhLoop>, 1, 1};
+const CpuKernel Gelu{prepareUnary, runUnary<GeluF>, 1, 1};
+const CpuKernel Exp{prepareUnary, runVector<vmath::expLoop>, 1, 1};
+const CpuKernel Log{prepareUnary, runVector<vmath::logLoop>, 1, 1};
+const CpuKernel ReluGrad{prepareBackward, runReluGrad, 2, 2};
+const CpuKernel GeluGrad{prepareBackward, runGeluGrad, 2, 2};
+const CpuKernel TanhGrad{prepareBackward, runVector2<vmath::tanhGradLoop>, 2, 2};
+const CpuKernel SigmoidGrad{prepareBackward, runVector2<vmath::sigmoidGradLoop>, 2, 2};
+} // namespace kernels::Elementwise
 
 } // namespace mpc::runtime::cpu

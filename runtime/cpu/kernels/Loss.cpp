@@ -22,7 +22,8 @@ void prepareMse(KernelInstance &k) {
   requireDType(k.in[1], plan::DType::F32, "operand 'target'");
   requireSameShape(k.in[0], k.in[1], "operands 'pred' and 'target'");
   requireDType(k.out, plan::DType::F32, "the result");
-  if (k.out.numel != 1) throw RuleError("result must be a scalar, got " + shapeStr(k.out.shape));
+  if (k.out.numel != 1)
+    throw RuleError("result must be a scalar, got " + plan::shapeText(k.out.shape));
 }
 
 void runMse(const KernelInstance &k) {
@@ -42,15 +43,16 @@ void prepareCrossEntropy(KernelInstance &k, bool grad) {
   requireDType(labels, plan::DType::I32, "operand 'labels'");
   if (logits.rank() != 2 || labels.rank() != 1 || logits.shape[0] != labels.shape[0] ||
       logits.shape[1] < 1)
-    throw RuleError("shape mismatch: " + shapeStr(logits.shape) + " x " +
-                    shapeStr(labels.shape) + " (expected logits f32[N,C] and labels i32[N])");
+    throw RuleError("shape mismatch: " + plan::shapeText(logits.shape) + " x " +
+                    plan::shapeText(labels.shape) +
+                    " (expected logits f32[N,C] and labels i32[N])");
   requireDType(k.out, plan::DType::F32, "the result");
   if (grad) {
     requireDType(k.in[2], plan::DType::F32, "operand 'dy'");
     if (k.in[2].numel != 1) throw RuleError("operand 'dy' must be a scalar");
     requireSameShape(logits, k.out, "logits and result");
   } else if (k.out.numel != 1) {
-    throw RuleError("result must be a scalar, got " + shapeStr(k.out.shape));
+    throw RuleError("result must be a scalar, got " + plan::shapeText(k.out.shape));
   }
   k.outer = logits.shape[0];
   k.axis = logits.shape[1];
@@ -100,12 +102,12 @@ void runCrossEntropyGrad(const KernelInstance &k) {
 
 } // namespace
 
-void addLossKernels(CpuKernelRegistry &r) {
-  r.add("mse_loss", {prepareMse, runMse, 2, 2});
-  r.add("softmax_cross_entropy",
-        {[](KernelInstance &k) { prepareCrossEntropy(k, false); }, runCrossEntropy, 2, 2});
-  r.add("softmax_cross_entropy_grad",
-        {[](KernelInstance &k) { prepareCrossEntropy(k, true); }, runCrossEntropyGrad, 3, 3});
-}
+namespace kernels::Loss {
+const CpuKernel MseLoss{prepareMse, runMse, 2, 2};
+const CpuKernel SoftmaxCrossEntropy{[](KernelInstance &k) { prepareCrossEntropy(k, false); },
+                                    runCrossEntropy, 2, 2};
+const CpuKernel SoftmaxCrossEntropyGrad{[](KernelInstance &k) { prepareCrossEntropy(k, true); },
+                                        runCrossEntropyGrad, 3, 3};
+} // namespace kernels::Loss
 
 } // namespace mpc::runtime::cpu

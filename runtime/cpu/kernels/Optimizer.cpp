@@ -27,8 +27,8 @@ void requireLike(const KernelInstance &k, size_t i, const char *name) {
 
 void requireStep(const KernelInstance &k, size_t i) {
   requireDType(k.in[i], plan::DType::F32, "operand 'step'");
-  if (k.in[i].numel != 1) throw RuleError("operand 'step' must be f32[1], got " +
-                                          shapeStr(k.in[i].shape));
+  if (k.in[i].numel != 1)
+    throw RuleError("operand 'step' must be f32[1], got " + plan::shapeText(k.in[i].shape));
 }
 
 void finish(const KernelInstance &k) {
@@ -46,7 +46,7 @@ void prepareSgd(KernelInstance &k) {
   requireDType(k.in[0], plan::DType::F32, "operand 'param'");
   requireLike(k, 1, "grad");
   requireSameShape(k.in[0], k.out, "parameter and result");
-  double momentum = attrFloat(k, "momentum", 0.0);
+  double momentum = attrFloat(k.attrMap(), "momentum", 0.0);
   if (k.in.size() == 3) throw RuleError("sgd_update takes momentum_buf and step together");
   if (momentum != 0.0 && k.in.size() != 4)
     throw RuleError("sgd_update with momentum needs operands momentum_buf and step");
@@ -54,9 +54,10 @@ void prepareSgd(KernelInstance &k) {
     requireLike(k, 2, "momentum_buf");
     requireStep(k, 3);
   }
-  if (!hasAttr(k, "lr")) throw RuleError("attribute 'lr' is missing");
-  k.reals = {attrFloat(k, "lr", 0.0), momentum, attrFloat(k, "dampening", 0.0),
-               attrFloat(k, "weight_decay", 0.0), attrBool(k, "nesterov", false) ? 1.0 : 0.0};
+  if (!hasAttr(k.attrMap(), "lr")) throw RuleError("attribute 'lr' is missing");
+  k.reals = {attrFloat(k.attrMap(), "lr", 0.0), momentum, attrFloat(k.attrMap(), "dampening", 0.0),
+             attrFloat(k.attrMap(), "weight_decay", 0.0),
+             attrBool(k.attrMap(), "nesterov", false) ? 1.0 : 0.0};
 }
 
 void runSgd(const KernelInstance &k) {
@@ -91,10 +92,13 @@ void prepareAdam(KernelInstance &k) {
   requireLike(k, 3, "v");
   requireStep(k, 4);
   requireSameShape(k.in[0], k.out, "parameter and result");
-  if (!hasAttr(k, "lr")) throw RuleError("attribute 'lr' is missing");
-  k.reals = {attrFloat(k, "lr", 0.0),    attrFloat(k, "beta1", 0.9),
-               attrFloat(k, "beta2", 0.999), attrFloat(k, "eps", 1e-8),
-               attrFloat(k, "weight_decay", 0.0), attrBool(k, "decoupled", false) ? 1.0 : 0.0};
+  if (!hasAttr(k.attrMap(), "lr")) throw RuleError("attribute 'lr' is missing");
+  k.reals = {attrFloat(k.attrMap(), "lr", 0.0),
+             attrFloat(k.attrMap(), "beta1", 0.9),
+             attrFloat(k.attrMap(), "beta2", 0.999),
+             attrFloat(k.attrMap(), "eps", 1e-8),
+             attrFloat(k.attrMap(), "weight_decay", 0.0),
+             attrBool(k.attrMap(), "decoupled", false) ? 1.0 : 0.0};
 }
 
 void runAdam(const KernelInstance &k) {
@@ -123,9 +127,9 @@ void runAdam(const KernelInstance &k) {
 
 } // namespace
 
-void addOptimizerKernels(CpuKernelRegistry &r) {
-  r.add("sgd_update", {prepareSgd, runSgd, 2, 4});
-  r.add("adam_update", {prepareAdam, runAdam, 5, 5});
-}
+namespace kernels::Optimizer {
+const CpuKernel SgdUpdate{prepareSgd, runSgd, 2, 4};
+const CpuKernel AdamUpdate{prepareAdam, runAdam, 5, 5};
+} // namespace kernels::Optimizer
 
 } // namespace mpc::runtime::cpu

@@ -22,13 +22,13 @@ void prepareReduce(KernelInstance &k, bool mean) {
   const TensorArg &x = k.in[0];
   requireDType(x, plan::DType::F32, "operand 'x'");
   requireDType(k.out, plan::DType::F32, "the result");
-  std::vector<int64_t> axes = attrInts(k, "axes", {});
+  std::vector<int64_t> axes = attrInts(k.attrMap(), "axes", {});
   int64_t rank = x.rank();
   std::vector<bool> reduced(size_t(rank), axes.empty());
   for (int64_t a : axes) {
     int64_t n = a < 0 ? a + rank : a;
     if (n < 0 || n >= rank || reduced[size_t(n)])
-      throw RuleError("axes " + shapeStr(axes) + " invalid for " + shapeStr(x.shape));
+      throw RuleError("axes " + plan::shapeText(axes) + " invalid for " + plan::shapeText(x.shape));
     reduced[size_t(n)] = true;
   }
   std::vector<int64_t> kshape = x.shape;
@@ -38,8 +38,8 @@ void prepareReduce(KernelInstance &k, bool mean) {
   int64_t outNumel = 1;
   for (int64_t d : kshape) outNumel *= d;
   if (outNumel != k.out.numel)
-    throw RuleError("result " + shapeStr(k.out.shape) + " does not match reducing " +
-                    shapeStr(x.shape) + " over " + shapeStr(axes));
+    throw RuleError("result " + plan::shapeText(k.out.shape) + " does not match reducing " +
+                    plan::shapeText(x.shape) + " over " + plan::shapeText(axes));
   std::vector<int64_t> s = contiguousStrides(kshape);
   for (size_t i = 0; i < s.size(); ++i)
     if (reduced[i]) s[i] = 0;
@@ -114,10 +114,10 @@ void runStridedCopy(const KernelInstance &k) {
 /// Shared with Shape.cpp (transpose is a strided copy too).
 void runStridedCopyKernel(const KernelInstance &k) { runStridedCopy(k); }
 
-void addReduceKernels(CpuKernelRegistry &r) {
-  r.add("sum", {[](KernelInstance &k) { prepareReduce(k, false); }, runReduce, 1, 1});
-  r.add("mean", {[](KernelInstance &k) { prepareReduce(k, true); }, runReduce, 1, 1});
-  r.add("broadcast_to", {prepareBroadcastTo, runStridedCopy, 1, 1});
-}
+namespace kernels::Reduce {
+const CpuKernel Sum{[](KernelInstance &k) { prepareReduce(k, false); }, runReduce, 1, 1};
+const CpuKernel Mean{[](KernelInstance &k) { prepareReduce(k, true); }, runReduce, 1, 1};
+const CpuKernel BroadcastTo{prepareBroadcastTo, runStridedCopy, 1, 1};
+} // namespace kernels::Reduce
 
 } // namespace mpc::runtime::cpu

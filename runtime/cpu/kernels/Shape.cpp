@@ -21,8 +21,8 @@ namespace {
 
 void prepareReshape(KernelInstance &k) {
   if (k.in[0].numel != k.out.numel || k.in[0].dtype != k.out.dtype)
-    throw RuleError("cannot reshape " + shapeStr(k.in[0].shape) + " to " +
-                    shapeStr(k.out.shape));
+    throw RuleError("cannot reshape " + plan::shapeText(k.in[0].shape) + " to " +
+                    plan::shapeText(k.out.shape));
 }
 
 void runByteCopy(const KernelInstance &k) {
@@ -34,23 +34,24 @@ void prepareTranspose(KernelInstance &k) {
   const TensorArg &x = k.in[0];
   requireDType(x, plan::DType::F32, "operand 'x'");
   requireDType(k.out, plan::DType::F32, "the result");
-  std::vector<int64_t> perm = attrInts(k, "perm", {});
+  std::vector<int64_t> perm = attrInts(k.attrMap(), "perm", {});
   int64_t rank = x.rank();
   if (perm.empty())
     for (int64_t i = rank; i-- > 0;) perm.push_back(i);
   if (int64_t(perm.size()) != rank || k.out.rank() != rank)
-    throw RuleError("perm " + shapeStr(perm) + " does not match " + shapeStr(x.shape));
+    throw RuleError("perm " + plan::shapeText(perm) + " does not match " +
+                    plan::shapeText(x.shape));
   std::vector<int64_t> xs = contiguousStrides(x.shape);
   std::vector<int64_t> s(static_cast<size_t>(rank));
   std::vector<bool> seen(size_t(rank), false);
   for (int64_t i = 0; i < rank; ++i) {
     int64_t p = perm[size_t(i)] < 0 ? perm[size_t(i)] + rank : perm[size_t(i)];
     if (p < 0 || p >= rank || seen[size_t(p)])
-      throw RuleError("perm " + shapeStr(perm) + " is not a permutation");
+      throw RuleError("perm " + plan::shapeText(perm) + " is not a permutation");
     seen[size_t(p)] = true;
     if (k.out.shape[size_t(i)] != x.shape[size_t(p)])
-      throw RuleError("result " + shapeStr(k.out.shape) + " does not match transposing " +
-                      shapeStr(x.shape) + " by " + shapeStr(perm));
+      throw RuleError("result " + plan::shapeText(k.out.shape) + " does not match transposing " +
+                      plan::shapeText(x.shape) + " by " + plan::shapeText(perm));
     s[size_t(i)] = xs[size_t(p)];
   }
   k.strides = {s};
@@ -58,7 +59,7 @@ void prepareTranspose(KernelInstance &k) {
 
 void prepareFill(KernelInstance &k) {
   requireDType(k.out, plan::DType::F32, "the result");
-  k.scalar = attrFloat(k, "value", 0.0);
+  k.scalar = attrFloat(k.attrMap(), "value", 0.0);
 }
 
 void runFill(const KernelInstance &k) {
@@ -76,7 +77,7 @@ void requireBlockDType(const TensorArg &t, const TensorArg &out, const std::stri
 
 int64_t normAxis(int64_t axis, int64_t rank, const std::vector<int64_t> &shape) {
   if (axis < -rank || axis >= rank)
-    throw RuleError("axis " + std::to_string(axis) + " out of range for " + shapeStr(shape));
+    throw RuleError("axis " + std::to_string(axis) + " out of range for " + plan::shapeText(shape));
   return axis < 0 ? axis + rank : axis;
 }
 
@@ -91,18 +92,18 @@ int64_t extent(const std::vector<int64_t> &shape, int64_t from, int64_t to) {
 void prepareSlice(KernelInstance &k) {
   const TensorArg &x = k.in[0];
   requireBlockDType(x, k.out, "operand 'x'");
-  int64_t axis = normAxis(attrInt(k, "axis", 0), x.rank(), x.shape);
-  int64_t start = attrInt(k, "start", 0), stop = attrInt(k, "stop", 0);
+  int64_t axis = normAxis(attrInt(k.attrMap(), "axis", 0), x.rank(), x.shape);
+  int64_t start = attrInt(k.attrMap(), "start", 0), stop = attrInt(k.attrMap(), "stop", 0);
   int64_t dim = x.shape[size_t(axis)];
   if (start < 0 || start >= stop || stop > dim)
     throw RuleError("slice [" + std::to_string(start) + ", " + std::to_string(stop) +
                     ") out of range for axis " + std::to_string(axis) + " of " +
-                    shapeStr(x.shape));
+                    plan::shapeText(x.shape));
   std::vector<int64_t> want = x.shape;
   want[size_t(axis)] = stop - start;
   if (k.out.shape != want)
-    throw RuleError("result " + shapeStr(k.out.shape) + " does not match slicing " +
-                    shapeStr(x.shape) + " to " + shapeStr(want));
+    throw RuleError("result " + plan::shapeText(k.out.shape) + " does not match slicing " +
+                    plan::shapeText(x.shape) + " to " + plan::shapeText(want));
   int64_t inner = extent(x.shape, axis + 1, x.rank());
   k.ints = {extent(x.shape, 0, axis), dim * inner, (stop - start) * inner, start * inner};
 }
@@ -121,15 +122,15 @@ void prepareConcat(KernelInstance &k) {
   const TensorArg &a = k.in[0], &b = k.in[1];
   requireBlockDType(a, k.out, "operand 'a'");
   requireBlockDType(b, k.out, "operand 'b'");
-  int64_t axis = normAxis(attrInt(k, "axis", 0), a.rank(), a.shape);
+  int64_t axis = normAxis(attrInt(k.attrMap(), "axis", 0), a.rank(), a.shape);
   std::vector<int64_t> want = a.shape;
   bool ok = a.rank() == b.rank();
   for (int64_t i = 0; ok && i < a.rank(); ++i)
     ok = i == axis || a.shape[size_t(i)] == b.shape[size_t(i)];
   if (ok) want[size_t(axis)] += b.shape[size_t(axis)];
   if (!ok || k.out.shape != want)
-    throw RuleError("result " + shapeStr(k.out.shape) + " does not match concatenating " +
-                    shapeStr(a.shape) + " and " + shapeStr(b.shape) + " along axis " +
+    throw RuleError("result " + plan::shapeText(k.out.shape) + " does not match concatenating " +
+                    plan::shapeText(a.shape) + " and " + plan::shapeText(b.shape) + " along axis " +
                     std::to_string(axis));
   int64_t inner = extent(a.shape, axis + 1, a.rank());
   k.ints = {extent(a.shape, 0, axis), a.shape[size_t(axis)] * inner,
@@ -150,13 +151,13 @@ void runConcat(const KernelInstance &k) {
 
 } // namespace
 
-void addShapeKernels(CpuKernelRegistry &r) {
-  r.add("reshape", {prepareReshape, runByteCopy, 1, 1});
-  r.add("transpose", {prepareTranspose, runStridedCopyKernel, 1, 1});
-  r.add("fill", {prepareFill, runFill, 0, 0});
-  r.add("slice", {prepareSlice, runSlice, 1, 1});
-  r.add("concat", {prepareConcat, runConcat, 2, 2});
-}
+namespace kernels::Shape {
+const CpuKernel Reshape{prepareReshape, runByteCopy, 1, 1};
+const CpuKernel Transpose{prepareTranspose, runStridedCopyKernel, 1, 1};
+const CpuKernel Fill{prepareFill, runFill, 0, 0};
+const CpuKernel Slice{prepareSlice, runSlice, 1, 1};
+const CpuKernel Concat{prepareConcat, runConcat, 2, 2};
+} // namespace kernels::Shape
 
 /// Shared with Device.cpp.
 void runByteCopyKernel(const KernelInstance &k) { runByteCopy(k); }

@@ -24,10 +24,10 @@ void prepareLanes(KernelInstance &k, int operands) {
   requireDType(k.out, plan::DType::F32, "the result");
   const std::vector<int64_t> &shape = k.out.shape;
   int64_t rank = int64_t(shape.size());
-  int64_t axis = attrInt(k, "axis", -1);
+  int64_t axis = attrInt(k.attrMap(), "axis", -1);
   int64_t a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank)
-    throw RuleError("axis " + std::to_string(axis) + " out of range for " + shapeStr(shape));
+    throw RuleError("axis " + std::to_string(axis) + " out of range for " + plan::shapeText(shape));
   k.outer = k.axis = k.inner = 1;
   for (int64_t i = 0; i < rank; ++i) {
     if (i < a) k.outer *= shape[size_t(i)];
@@ -72,10 +72,10 @@ void runSoftmaxGrad(const KernelInstance &k) {
 
 } // namespace
 
-void addSoftmaxKernels(CpuKernelRegistry &r) {
-  r.add("softmax", {[](KernelInstance &k) { prepareLanes(k, 1); }, runSoftmax<false>, 1, 1});
-  r.add("log_softmax", {[](KernelInstance &k) { prepareLanes(k, 1); }, runSoftmax<true>, 1, 1});
-  r.add("softmax_grad", {[](KernelInstance &k) { prepareLanes(k, 2); }, runSoftmaxGrad, 2, 2});
-}
+namespace kernels::Softmax {
+const CpuKernel Softmax{[](KernelInstance &k) { prepareLanes(k, 1); }, runSoftmax<false>, 1, 1};
+const CpuKernel LogSoftmax{[](KernelInstance &k) { prepareLanes(k, 1); }, runSoftmax<true>, 1, 1};
+const CpuKernel SoftmaxGrad{[](KernelInstance &k) { prepareLanes(k, 2); }, runSoftmaxGrad, 2, 2};
+} // namespace kernels::Softmax
 
 } // namespace mpc::runtime::cpu

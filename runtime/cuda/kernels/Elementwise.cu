@@ -1,13 +1,19 @@
-//===- runtime/cuda/kernels/Elementwise.cu - unary, binary, gather, fill -===//
+//===- runtime/cuda/kernels/Elementwise.cu - pointwise ops, gather, fill -===//
 //
-// Elementwise ops. Binary ops broadcast NumPy style through a StridedDesc
-// whose broadcast dims have stride 0; equal shapes take a flat fast path.
-// gather serves transpose and broadcast_to (a strided read, contiguous
-// write). The math follows the reference kernels in float32: gelu in its
-// exact erf form.
+// The whole CUDA side of the Elementwise family, host records included, so
+// that adding a pointwise op is one functor and one record line here. Each
+// op is a functor with a __device__ call operator: unary ops take (x, alpha),
+// alpha being an attribute read at load (scale's value); binary ops take
+// (a, b) and broadcast NumPy style through a StridedDesc whose broadcast
+// dims have stride 0, with a flat fast path for equal shapes. gather serves
+// transpose and broadcast_to (a strided read, contiguous write). The math
+// follows the reference kernels in float32.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/kernels/Common.cuh"
+#include "runtime/cuda/kernels/Prepare.h"
+
+#include "runtime/cuda/Descriptors.h"
 
 #include <cmath>
 
@@ -20,61 +26,92 @@ namespace {
 constexpr float kInvSqrt2 = 0.70710678118654752440f;
 constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
 
-__device__ inline float applyUnary(UnaryOp op, float x, float alpha) {
-  switch (op) {
-  case UnaryOp::Neg: return -x;
-  case UnaryOp::Scale: return alpha * x;
-  case UnaryOp::Relu: return x > 0.f ? x : 0.f;
-  case UnaryOp::Sigmoid: return 1.f / (1.f + expf(-x));
-  case UnaryOp::Tanh: return tanhf(x);
-  case UnaryOp::Gelu: return 0.5f * x * (1.f + erff(x * kInvSqrt2));
-  case UnaryOp::Exp: return expf(x);
-  case UnaryOp::Log: return logf(x);
-  }
-  return 0.f;
-}
+// ---- the ops ---------------------------------------------------------------
 
-__device__ inline float applyBinary(BinaryOp op, float a, float b) {
-  switch (op) {
-  case BinaryOp::Add: return a + b;
-  case BinaryOp::Sub: return a - b;
-  case BinaryOp::Mul: return a * b;
-  case BinaryOp::Div: return a / b;
-  case BinaryOp::ReluGrad: return a > 0.f ? b : 0.f; // a = x, b = dy
-  case BinaryOp::GeluGrad: {                          // a = x, b = dy
+struct NegF {
+  __device__ float operator()(float x, float) const { return -x; }
+};
+struct ScaleF {
+  __device__ float operator()(float x, float alpha) const { return alpha * x; }
+};
+struct ReluF {
+  __device__ float operator()(float x, float) const { return x > 0.f ? x : 0.f; }
+};
+struct SigmoidF {
+  __device__ float operator()(float x, float) const { return 1.f / (1.f + expf(-x)); }
+};
+struct TanhF {
+  __device__ float operator()(float x, float) const { return tanhf(x); }
+};
+struct GeluF {
+  __device__ float operator()(float x, float) const {
+    return 0.5f * x * (1.f + erff(x * kInvSqrt2));
+  }
+};
+struct ExpF {
+  __device__ float operator()(float x, float) const { return expf(x); }
+};
+struct LogF {
+  __device__ float operator()(float x, float) const { return logf(x); }
+};
+
+struct AddF {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct SubF {
+  __device__ float operator()(float a, float b) const { return a - b; }
+};
+struct MulF {
+  __device__ float operator()(float a, float b) const { return a * b; }
+};
+struct DivF {
+  __device__ float operator()(float a, float b) const { return a / b; }
+};
+struct ReluGradF { // a = x, b = dy
+  __device__ float operator()(float a, float b) const { return a > 0.f ? b : 0.f; }
+};
+struct GeluGradF { // a = x, b = dy
+  __device__ float operator()(float a, float b) const {
     float cdf = 0.5f * (1.f + erff(a * kInvSqrt2));
     return b * (cdf + a * kInvSqrt2Pi * expf(-0.5f * a * a));
   }
-  case BinaryOp::TanhGrad: return b * (1.f - a * a);        // a = y, b = dy
-  case BinaryOp::SigmoidGrad: return b * (a * (1.f - a));   // a = y, b = dy
-  }
-  return 0.f;
-}
+};
+struct TanhGradF { // a = y, b = dy
+  __device__ float operator()(float a, float b) const { return b * (1.f - a * a); }
+};
+struct SigmoidGradF { // a = y, b = dy
+  __device__ float operator()(float a, float b) const { return b * (a * (1.f - a)); }
+};
 
-template <UnaryOp Op>
+// ---- device loops ------------------------------------------------------------
+
+template <class F>
 __global__ void unaryKernel(const float *__restrict__ x, float *__restrict__ y, int64_t n,
                             float alpha) {
+  F f;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = applyUnary(Op, x[i], alpha);
+    y[i] = f(x[i], alpha);
 }
 
-template <BinaryOp Op>
+template <class F>
 __global__ void binaryFlatKernel(const float *__restrict__ a, const float *__restrict__ b,
                                  float *__restrict__ y, int64_t n) {
+  F f;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = applyBinary(Op, a[i], b[i]);
+    y[i] = f(a[i], b[i]);
 }
 
-template <BinaryOp Op>
+template <class F>
 __global__ void binaryStridedKernel(const float *__restrict__ a, const float *__restrict__ b,
                                     float *__restrict__ y, StridedDesc d) {
+  F f;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < d.count;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t oa, ob;
     stridedOffsets(d, i, oa, ob);
-    y[i] = applyBinary(Op, a[oa], b[ob]);
+    y[i] = f(a[oa], b[ob]);
   }
 }
 
@@ -102,50 +139,68 @@ bool isFlat(const StridedDesc &d) {
   return true;
 }
 
-template <BinaryOp Op>
-void binary(const float *a, const float *b, float *y, const StridedDesc &d, cudaStream_t s) {
-  if (isFlat(d))
-    binaryFlatKernel<Op><<<gridFor(d.count), kThreads, 0, s>>>(a, b, y, d.count);
-  else
-    binaryStridedKernel<Op><<<gridFor(d.count), kThreads, 0, s>>>(a, b, y, d);
-}
+// ---- host side: checks at load, launches every step ------------------------
 
-template <UnaryOp Op>
-void unary(const float *x, float *y, int64_t n, float alpha, cudaStream_t s) {
-  unaryKernel<Op><<<gridFor(n), kThreads, 0, s>>>(x, y, n, alpha);
+/// y = F(x, alpha) elementwise; `alphaAttr` names the float attribute passed
+/// as alpha (null: none).
+template <class F> Launch unaryLaunch(const KernelOperands &k, const char *alphaAttr) {
+  requireArity(k, 1, 1);
+  requireF32(k.inputs[0]);
+  requireF32(k.output);
+  requireSameCount(k.inputs[0], k.output);
+  float alpha = alphaAttr ? float(attrFloat(k.instr->attrs, alphaAttr, 1.0)) : 0.f;
+  const float *x = cf(k.inPtr[0]);
+  float *y = f(k.outPtr);
+  int64_t n = k.output->numElements();
+  cudaStream_t s = k.ctx.stream;
+  return [=] {
+    if (n) unaryKernel<F><<<gridFor(n), kThreads, 0, s>>>(x, y, n, alpha);
+  };
+}
+template <class F> Launch prepareUnary(const KernelOperands &k) {
+  return unaryLaunch<F>(k, nullptr);
+}
+Launch prepareScale(const KernelOperands &k) { return unaryLaunch<ScaleF>(k, "value"); }
+
+template <class F> Launch prepareBinary(const KernelOperands &k) {
+  requireArity(k, 2, 2);
+  for (auto *x : {k.inputs[0], k.inputs[1], k.output}) requireF32(x);
+  StridedDesc d = broadcastDesc(k.output->shape, k.inputs[0]->shape, k.inputs[1]->shape);
+  const float *a = cf(k.inPtr[0]), *b = cf(k.inPtr[1]);
+  float *y = f(k.outPtr);
+  cudaStream_t s = k.ctx.stream;
+  bool flat = isFlat(d);
+  return [=] {
+    if (d.count == 0) return;
+    if (flat)
+      binaryFlatKernel<F><<<gridFor(d.count), kThreads, 0, s>>>(a, b, y, d.count);
+    else
+      binaryStridedKernel<F><<<gridFor(d.count), kThreads, 0, s>>>(a, b, y, d);
+  };
 }
 
 } // namespace
 
-void launchUnary(UnaryOp op, const float *x, float *y, int64_t n, float alpha,
-                 cudaStream_t stream) {
-  if (n == 0) return;
-  switch (op) {
-  case UnaryOp::Neg: return unary<UnaryOp::Neg>(x, y, n, alpha, stream);
-  case UnaryOp::Scale: return unary<UnaryOp::Scale>(x, y, n, alpha, stream);
-  case UnaryOp::Relu: return unary<UnaryOp::Relu>(x, y, n, alpha, stream);
-  case UnaryOp::Sigmoid: return unary<UnaryOp::Sigmoid>(x, y, n, alpha, stream);
-  case UnaryOp::Tanh: return unary<UnaryOp::Tanh>(x, y, n, alpha, stream);
-  case UnaryOp::Gelu: return unary<UnaryOp::Gelu>(x, y, n, alpha, stream);
-  case UnaryOp::Exp: return unary<UnaryOp::Exp>(x, y, n, alpha, stream);
-  case UnaryOp::Log: return unary<UnaryOp::Log>(x, y, n, alpha, stream);
-  }
-}
+namespace kernels::Elementwise {
+const CudaKernel Add{nullptr, prepareBinary<AddF>};
+const CudaKernel Sub{nullptr, prepareBinary<SubF>};
+const CudaKernel Mul{nullptr, prepareBinary<MulF>};
+const CudaKernel Div{nullptr, prepareBinary<DivF>};
+const CudaKernel Neg{nullptr, prepareUnary<NegF>};
+const CudaKernel Scale{nullptr, prepareScale};
+const CudaKernel Relu{nullptr, prepareUnary<ReluF>};
+const CudaKernel Sigmoid{nullptr, prepareUnary<SigmoidF>};
+const CudaKernel Tanh{nullptr, prepareUnary<TanhF>};
+const CudaKernel Gelu{nullptr, prepareUnary<GeluF>};
+const CudaKernel Exp{nullptr, prepareUnary<ExpF>};
+const CudaKernel Log{nullptr, prepareUnary<LogF>};
+const CudaKernel ReluGrad{nullptr, prepareBinary<ReluGradF>};
+const CudaKernel GeluGrad{nullptr, prepareBinary<GeluGradF>};
+const CudaKernel TanhGrad{nullptr, prepareBinary<TanhGradF>};
+const CudaKernel SigmoidGrad{nullptr, prepareBinary<SigmoidGradF>};
+} // namespace kernels::Elementwise
 
-void launchBinary(BinaryOp op, const float *a, const float *b, float *y, const StridedDesc &d,
-                  cudaStream_t stream) {
-  if (d.count == 0) return;
-  switch (op) {
-  case BinaryOp::Add: return binary<BinaryOp::Add>(a, b, y, d, stream);
-  case BinaryOp::Sub: return binary<BinaryOp::Sub>(a, b, y, d, stream);
-  case BinaryOp::Mul: return binary<BinaryOp::Mul>(a, b, y, d, stream);
-  case BinaryOp::Div: return binary<BinaryOp::Div>(a, b, y, d, stream);
-  case BinaryOp::ReluGrad: return binary<BinaryOp::ReluGrad>(a, b, y, d, stream);
-  case BinaryOp::GeluGrad: return binary<BinaryOp::GeluGrad>(a, b, y, d, stream);
-  case BinaryOp::TanhGrad: return binary<BinaryOp::TanhGrad>(a, b, y, d, stream);
-  case BinaryOp::SigmoidGrad: return binary<BinaryOp::SigmoidGrad>(a, b, y, d, stream);
-  }
-}
+// Shared with the Shape, Reduce, Linalg and Loss families.
 
 void launchGather(const uint32_t *x, uint32_t *y, const StridedDesc &d, cudaStream_t stream) {
   if (d.count == 0) return;

@@ -37,15 +37,6 @@ struct StridedDesc {
   int64_t count = 1; ///< product of dims
 };
 
-enum class UnaryOp : int { Neg, Scale, Relu, Sigmoid, Tanh, Gelu, Exp, Log };
-enum class BinaryOp : int { Add, Sub, Mul, Div, ReluGrad, GeluGrad, TanhGrad, SigmoidGrad };
-
-/// y[i] = op(x[i]) (alpha is scale's factor), contiguous, n elements.
-void launchUnary(UnaryOp op, const float *x, float *y, int64_t n, float alpha,
-                 cudaStream_t stream);
-/// y = op(a, b) over `d` (a and b indexed through strideA/strideB).
-void launchBinary(BinaryOp op, const float *a, const float *b, float *y, const StridedDesc &d,
-                  cudaStream_t stream);
 /// y[i] = x[offsetA(i)] over `d`: transpose and broadcast_to. Works on 4-byte
 /// elements of either dtype.
 void launchGather(const uint32_t *x, uint32_t *y, const StridedDesc &d, cudaStream_t stream);

@@ -6,6 +6,7 @@
 // need no GPU: the device code walks a descriptor exactly like `offsetOf`.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/Strides.h"
 #include "runtime/cuda/Descriptors.h"
 
 #include <gtest/gtest.h>
@@ -85,7 +86,7 @@ TEST(CudaDescriptors, TransposeMatchesNaivePermutation) {
   Dims in = {2, 3, 4, 5};
   std::vector<int64_t> perm = {2, 0, 3, 1};
   StridedDesc d = transposeDesc(in, perm);
-  Dims out = {4, 2, 5, 3}, strides = rowMajorStrides(in), idx(4, 0);
+  Dims out = {4, 2, 5, 3}, strides = runtime::contiguousStrides(in), idx(4, 0);
   int64_t i = 0;
   do {
     int64_t want = 0;

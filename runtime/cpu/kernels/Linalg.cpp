@@ -26,25 +26,24 @@ void prepareMatMul(KernelInstance &k) {
   requireDType(b, plan::DType::F32, "operand 'b'");
   requireDType(k.out, plan::DType::F32, "the result");
   if (a.rank() != 2 || b.rank() != 2 || k.out.rank() != 2)
-    throw RuleError("matmul needs rank-2 buffers: " + shapeStr(a.shape) + " x " +
-                    shapeStr(b.shape) + " -> " + shapeStr(k.out.shape));
-  bool ta = attrBool(k, "transpose_a", false), tb = attrBool(k, "transpose_b", false);
+    throw RuleError("matmul needs rank-2 buffers: " + plan::shapeText(a.shape) + " x " +
+                    plan::shapeText(b.shape) + " -> " + plan::shapeText(k.out.shape));
+  bool ta = attrBool(k.attrMap(), "transpose_a", false),
+       tb = attrBool(k.attrMap(), "transpose_b", false);
   int64_t m = ta ? a.shape[1] : a.shape[0], ka = ta ? a.shape[0] : a.shape[1];
   int64_t kb = tb ? b.shape[1] : b.shape[0], n = tb ? b.shape[0] : b.shape[1];
   if (ka != kb || k.out.shape[0] != m || k.out.shape[1] != n)
-    throw RuleError("shape mismatch: " + shapeStr(a.shape) + " x " + shapeStr(b.shape) +
-                    " -> " + shapeStr(k.out.shape));
+    throw RuleError("shape mismatch: " + plan::shapeText(a.shape) + " x " +
+                    plan::shapeText(b.shape) + " -> " + plan::shapeText(k.out.shape));
   if (k.in.size() == 3) {
     requireDType(k.in[2], plan::DType::F32, "operand 'c'");
     if (k.in[2].shape != k.out.shape)
-      throw RuleError("accumulator 'c' " + shapeStr(k.in[2].shape) + " does not match the result " +
-                      shapeStr(k.out.shape));
+      throw RuleError("accumulator 'c' " + plan::shapeText(k.in[2].shape) +
+                      " does not match the result " + plan::shapeText(k.out.shape));
   }
   const int64_t kMax = int64_t(1) << 31;
-  if (m >= kMax || n >= kMax || ka >= kMax)
-    throw RuleError("matmul dimensions too large for BLAS");
-  k.ints = {m, n, ka, std::max<int64_t>(1, a.shape[1]), std::max<int64_t>(1, b.shape[1]), ta,
-            tb};
+  if (m >= kMax || n >= kMax || ka >= kMax) throw RuleError("matmul dimensions too large for BLAS");
+  k.ints = {m, n, ka, std::max<int64_t>(1, a.shape[1]), std::max<int64_t>(1, b.shape[1]), ta, tb};
 }
 
 /// Products of at most this many multiply-adds skip BLAS: for the tiny
@@ -92,13 +91,15 @@ void runMatMul(const KernelInstance &k) {
     return;
   }
   cblas_sgemm(CblasRowMajor, k.ints[5] ? CblasTrans : CblasNoTrans,
-              k.ints[6] ? CblasTrans : CblasNoTrans, int(m), int(n), int(kk), 1.0f,
-              k.in[0].f(), int(k.ints[3]), k.in[1].f(), int(k.ints[4]), accumulate ? 1.0f : 0.0f,
-              k.out.f(), int(std::max<int64_t>(1, n)));
+              k.ints[6] ? CblasTrans : CblasNoTrans, int(m), int(n), int(kk), 1.0f, k.in[0].f(),
+              int(k.ints[3]), k.in[1].f(), int(k.ints[4]), accumulate ? 1.0f : 0.0f, k.out.f(),
+              int(std::max<int64_t>(1, n)));
 }
 
 } // namespace
 
-void addMatMulKernels(CpuKernelRegistry &r) { r.add("matmul", {prepareMatMul, runMatMul, 2, 3}); }
+namespace kernels::Linalg {
+const CpuKernel MatMul{prepareMatMul, runMatMul, 2, 3};
+} // namespace kernels::Linalg
 
 } // namespace mpc::runtime::cpu
