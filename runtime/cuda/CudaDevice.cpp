@@ -13,6 +13,7 @@
 
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaTransport.h"
+#include "runtime/plan/PlanIO.h"
 #include "support/Error.h"
 
 #include <cstring>
@@ -25,6 +26,39 @@ constexpr uint64_t kAlign = 256;
 constexpr uint64_t kCublasWorkspace = uint64_t(32) << 20; // cuBLAS's advice for Hopper
 
 uint64_t alignUp(uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+static_assert(sizeof(DataError) <= kAlign, "the DataError record must fit its slot");
+
+/// "[1,2]": the multi-index of flat position `flat` in `shape`.
+std::string indexText(int64_t flat, const std::vector<int64_t> &shape) {
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (size_t i = shape.size(); i-- > 0;)
+    if (shape[i] > 0) {
+      idx[i] = flat % shape[i];
+      flat /= shape[i];
+    }
+  return plan::shapeText(idx);
+}
+
+/// What instruction `in` found: index `value` outside [0, bound) at flat
+/// position `position` of the operand holding the indices (the labels of the
+/// cross-entropy ops, the ids of the embedding ops), worded as the CPU
+/// runtime words it. `saturated`: the position is 2^32 - 1 or later.
+std::string badIndexMessage(const plan::Instr &in, const std::vector<plan::Buffer> &bufs,
+                            int32_t value, int64_t position, bool saturated, int64_t bound) {
+  std::string range = "out of range [0, " + std::to_string(bound) + ")";
+  std::string v = std::to_string(value);
+  std::string at = saturated ? " or later" : "";
+  if (in.op.rfind("softmax_cross_entropy", 0) == 0)
+    return "label " + v + " " + range + " at row " + std::to_string(position) + at;
+  if (in.op.rfind("embedding", 0) == 0 && !in.inputs.empty() && in.inputs[0] < bufs.size()) {
+    const plan::Buffer &ids = bufs[in.inputs[0]];
+    std::string where = saturated ? " at flat position " + std::to_string(position) + at
+                                  : " at ids" + indexText(position, ids.shape);
+    return "embedding id " + v + where + " " + range;
+  }
+  return "index " + v + " " + range + " at position " + std::to_string(position) + at;
+}
 
 } // namespace
 
@@ -53,8 +87,14 @@ std::string CudaBackend::where(size_t instr) const {
   return deviceName_ + ": instruction " + std::to_string(instr);
 }
 
+std::string CudaBackend::whereKernel(size_t instr) const {
+  const plan::Instr &in = program_->instrs[instr];
+  return where(instr) + " (" + in.op + " '" + in.node + "')";
+}
+
 void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
   const plan::DeviceProgram &prog = plan.devices.at(device);
+  program_ = &prog;
   deviceName_ = prog.device;
   cudaCheck(cudaSetDevice(gpu_), "cudaSetDevice");
   cudaCheck(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -100,7 +140,7 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
         try {
           scratchFloats = std::max(scratchFloats, k->scratchFloats(ops));
         } catch (const RuleError &e) {
-          throw UserError("", where(i) + " (" + in.op + " '" + in.node + "')", e.what());
+          throw UserError("", whereKernel(i), e.what());
         }
       }
     }
@@ -123,7 +163,7 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
   // stream, which does not order with non-blocking streams.
   cudaCheck(cudaMemsetAsync(block_, 0, total, stream_), "cudaMemsetAsync");
   char *base = static_cast<char *>(block_);
-  errorFlag_ = reinterpret_cast<int *>(base + flagAt);
+  dataError_ = reinterpret_cast<DataError *>(base + flagAt);
   if (workspaceBytes)
     cublasCheck(cublasSetWorkspace(cublas_, base + workspaceAt, workspaceBytes),
                 "cublasSetWorkspace");
@@ -147,7 +187,8 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
   uploadCount_.assign(bufs.size(), 0);
   pinned_.assign(prog.instrs.size(), nullptr);
 
-  KernelContext ctx{stream_, cublas_, reinterpret_cast<float *>(base + scratchAt), errorFlag_};
+  KernelContext ctx{stream_, cublas_, reinterpret_cast<float *>(base + scratchAt),
+                    DataErrorSink{dataError_, 0}};
   actions_.clear();
   for (size_t i = 0; i < prog.instrs.size(); ++i) {
     const plan::Instr &in = prog.instrs[i];
@@ -156,13 +197,14 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
     a.channel = in.channel;
     switch (in.kind) {
     case plan::InstrKind::Kernel: {
-      std::string at = where(i) + " (" + in.op + " '" + in.node + "')";
+      std::string at = whereKernel(i);
       const CudaKernel *k = cudaKernels().find(in.op);
       if (!k)
         throw UserError("", at, missingKernelMessage(in.op, "cuda", cudaKernels().names()));
       KernelOperands ops;
       ops.instr = &in;
       ops.ctx = ctx;
+      ops.ctx.dataError.instr = int(i);
       for (uint32_t id : in.inputs) {
         ops.inputs.push_back(&buffer(i, id));
         ops.inPtr.push_back(ptrs_[id]);
@@ -237,12 +279,22 @@ void CudaBackend::synchronize() {
 }
 
 void CudaBackend::checkErrorFlag() {
-  int flag = 0;
-  cudaCheck(cudaMemcpy(&flag, errorFlag_, sizeof flag, cudaMemcpyDeviceToHost), "cudaMemcpy");
-  if (flag != 0)
-    throw UserError("", deviceName_,
-                    "label out of range in row " + std::to_string(flag - 1) +
-                        " of a softmax_cross_entropy batch");
+  DataError rec{};
+  cudaCheck(cudaMemcpy(&rec, dataError_, sizeof rec, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  if (rec.where == 0) return;
+  size_t instr = size_t(rec.where & 0xffffffffull) - 1;
+  int64_t step = int64_t(rec.where >> 32);
+  unsigned long long key = ~rec.what;
+  int64_t position = int64_t(key >> 32);
+  int32_t value = int32_t(uint32_t(key & 0xffffffffull));
+  MPC_ASSERT(instr < program_->instrs.size(), "bad-data record names instruction " +
+                                                  std::to_string(instr));
+  std::string message = badIndexMessage(program_->instrs[instr], program_->buffers, value,
+                                        position, position == 0xffffffffll, rec.bound);
+  // Steps are counted by this backend from its load: the trainer's step
+  // number when the run did not resume from a checkpoint.
+  throw UserError("", whereKernel(instr),
+                  message + " in step " + std::to_string(step) + " since the plan was loaded");
 }
 
 std::vector<float> CudaBackend::timeKernels(int reps) {
@@ -265,6 +317,8 @@ std::vector<float> CudaBackend::timeKernels(int reps) {
 
 void CudaBackend::runStep(Transport &transport) {
   cudaCheck(cudaSetDevice(gpu_), "cudaSetDevice");
+  launchBeginStep(dataError_, ++steps_, stream_);
+  launchCheck("the step's start");
   auto *ct = dynamic_cast<CudaTransport *>(&transport);
   bool timed = info_ && info_->timing;
   if (timed) cudaCheck(cudaEventRecord(timeStart_, stream_), "cudaEventRecord");

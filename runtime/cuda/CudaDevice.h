@@ -3,9 +3,10 @@
 // CudaBackend implements runtime::Backend for one `gpu:N` device of a plan on
 // one physical GPU: its stream and cuBLAS handle, one cudaMalloc'd block
 // laid out as [persistent | arena | staging | scratch | cuBLAS workspace |
-// error flag], and the device's instruction list resolved to closures at
-// load. runStep only enqueues work (see CudaBackend.h); upload and download
-// are the only places that touch host memory.
+// bad-data record (DataError, kernels/Kernels.h)], and the device's
+// instruction list resolved to closures at load. runStep only enqueues work
+// (see CudaBackend.h); upload and download are the only places that touch
+// host memory.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -65,17 +66,22 @@ private:
     void *pinned = nullptr;   ///< host path: pinned bounce buffer
     size_t bytes = 0;
   };
+  /// Throws the UserError of bad data a kernel recorded (see DataError).
   void checkErrorFlag();
   std::string where(size_t instr) const;
+  /// where() plus the kernel instruction's op and node.
+  std::string whereKernel(size_t instr) const;
 
   int gpu_;
   CudaOptions options_;
   std::shared_ptr<CudaRunInfo> info_;
   std::string deviceName_;
+  const plan::DeviceProgram *program_ = nullptr;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   void *block_ = nullptr;
-  int *errorFlag_ = nullptr;
+  DataError *dataError_ = nullptr; ///< the bad-data record, in the block's last slot
+  int64_t steps_ = 0;              ///< steps run since load
   std::vector<const plan::Buffer *> buffers_;
   std::vector<void *> ptrs_;
   std::vector<Action> actions_;

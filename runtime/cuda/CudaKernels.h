@@ -10,6 +10,7 @@
 #pragma once
 
 #include "runtime/KernelRegistry.h"
+#include "runtime/cuda/kernels/Kernels.h"
 #include "runtime/plan/Plan.h"
 
 #include <cublas_v2.h>
@@ -21,12 +22,15 @@
 
 namespace mpc::runtime::cuda {
 
-/// Per-device launch resources, fixed at load.
+/// Launch resources, fixed at load: the device's, and the instruction's
+/// index in dataError.
 struct KernelContext {
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
-  float *scratch = nullptr; ///< reduction scratch (max over the device's instructions)
-  int *errorFlag = nullptr; ///< device int: 1 + row of a bad label, else 0
+  float *scratch = nullptr; ///< scratch of the launches (max over the device's instructions)
+  /// Where kernels that index with data report a bad index: the device's
+  /// DataError record and the instruction being prepared.
+  DataErrorSink dataError;
 };
 
 /// One kernel instruction with its buffers resolved. Pointers are null when

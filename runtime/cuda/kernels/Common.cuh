@@ -1,7 +1,8 @@
 //===- runtime/cuda/kernels/Common.cuh - shared device helpers ----------===//
 //
-// Launch geometry, strided index arithmetic and the deterministic block
-// reduction used by every kernel family file.
+// Launch geometry, strided index arithmetic, the deterministic block and
+// warp reductions used by every kernel family file, and the report of bad
+// data (an index out of range) to the device's DataError record.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -68,9 +69,30 @@ __device__ inline float warpSum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
+__device__ inline double warpSum(double v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
 __device__ inline float warpMax(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
+}
+
+/// Reports index `value`, outside [0, bound), at `position` of the data the
+/// instruction of `err` reads (see DataError): the first instruction to
+/// report in a step claims the record, and of its findings the smallest
+/// position is kept, so the report does not depend on timing.
+__device__ inline void reportBadIndex(DataErrorSink err, int64_t position, int32_t value,
+                                      int64_t bound) {
+  DataError *r = err.record;
+  unsigned long long mine =
+      (static_cast<unsigned long long>(r->step) << 32) | static_cast<unsigned>(err.instr + 1);
+  unsigned long long old = atomicCAS(&r->where, 0ull, mine);
+  if (old != 0ull && old != mine) return;
+  if (old == 0ull) r->bound = bound;
+  unsigned long long p = position < 0xffffffffll ? static_cast<unsigned long long>(position)
+                                                 : 0xffffffffull;
+  atomicMax(&r->what, ~((p << 32) | static_cast<uint32_t>(value)));
 }
 
 /// Row-per-warp kernels (softmax, cross-entropy): warps per block, and the

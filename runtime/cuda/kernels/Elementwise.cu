@@ -5,7 +5,9 @@
 // op is a functor with a __device__ call operator: unary ops take (x, alpha),
 // alpha being an attribute read at load (scale's value); binary ops take
 // (a, b) and broadcast NumPy style through a StridedDesc whose broadcast
-// dims have stride 0, with a flat fast path for equal shapes. gather serves
+// dims have stride 0, with a flat fast path for equal shapes. An attribute
+// that selects the formula (gelu's `approximate`) picks the functor in a
+// prepare function, so the device code has no branch on it. gather serves
 // transpose and broadcast_to (a strided read, contiguous write). The math
 // follows the reference kernels in float32.
 //
@@ -25,6 +27,8 @@ namespace {
 
 constexpr float kInvSqrt2 = 0.70710678118654752440f;
 constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
+constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+constexpr float kGeluCubic = 0.044715f;
 
 // ---- the ops ---------------------------------------------------------------
 
@@ -46,6 +50,11 @@ struct TanhF {
 struct GeluF {
   __device__ float operator()(float x, float) const {
     return 0.5f * x * (1.f + erff(x * kInvSqrt2));
+  }
+};
+struct GeluTanhF { // approximate "tanh"
+  __device__ float operator()(float x, float) const {
+    return 0.5f * x * (1.f + tanhf(kSqrt2OverPi * (x + kGeluCubic * x * x * x)));
   }
 };
 struct ExpF {
@@ -74,6 +83,13 @@ struct GeluGradF { // a = x, b = dy
   __device__ float operator()(float a, float b) const {
     float cdf = 0.5f * (1.f + erff(a * kInvSqrt2));
     return b * (cdf + a * kInvSqrt2Pi * expf(-0.5f * a * a));
+  }
+};
+struct GeluTanhGradF { // a = x, b = dy; the derivative of GeluTanhF
+  __device__ float operator()(float a, float b) const {
+    float t = tanhf(kSqrt2OverPi * (a + kGeluCubic * a * a * a));
+    float du = kSqrt2OverPi * (1.f + 3.f * kGeluCubic * a * a);
+    return b * (0.5f * (1.f + t) + 0.5f * a * (1.f - t * t) * du);
   }
 };
 struct TanhGradF { // a = y, b = dy
@@ -179,6 +195,21 @@ template <class F> Launch prepareBinary(const KernelOperands &k) {
   };
 }
 
+/// gelu and gelu_grad: the form the `approximate` attribute names, "none"
+/// (exact, erf) or "tanh".
+bool geluUsesTanh(const KernelOperands &k) {
+  std::string form = attrString(k.instr->attrs, "approximate", "none");
+  if (form != "none" && form != "tanh")
+    throw RuleError("approximate must be \"none\" or \"tanh\", got \"" + form + "\"");
+  return form == "tanh";
+}
+Launch prepareGelu(const KernelOperands &k) {
+  return geluUsesTanh(k) ? prepareUnary<GeluTanhF>(k) : prepareUnary<GeluF>(k);
+}
+Launch prepareGeluGrad(const KernelOperands &k) {
+  return geluUsesTanh(k) ? prepareBinary<GeluTanhGradF>(k) : prepareBinary<GeluGradF>(k);
+}
+
 } // namespace
 
 namespace kernels::Elementwise {
@@ -191,11 +222,11 @@ const CudaKernel Scale{nullptr, prepareScale};
 const CudaKernel Relu{nullptr, prepareUnary<ReluF>};
 const CudaKernel Sigmoid{nullptr, prepareUnary<SigmoidF>};
 const CudaKernel Tanh{nullptr, prepareUnary<TanhF>};
-const CudaKernel Gelu{nullptr, prepareUnary<GeluF>};
+const CudaKernel Gelu{nullptr, prepareGelu};
 const CudaKernel Exp{nullptr, prepareUnary<ExpF>};
 const CudaKernel Log{nullptr, prepareUnary<LogF>};
 const CudaKernel ReluGrad{nullptr, prepareBinary<ReluGradF>};
-const CudaKernel GeluGrad{nullptr, prepareBinary<GeluGradF>};
+const CudaKernel GeluGrad{nullptr, prepareGeluGrad};
 const CudaKernel TanhGrad{nullptr, prepareBinary<TanhGradF>};
 const CudaKernel SigmoidGrad{nullptr, prepareBinary<SigmoidGradF>};
 } // namespace kernels::Elementwise

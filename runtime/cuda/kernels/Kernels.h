@@ -37,6 +37,35 @@ struct StridedDesc {
   int64_t count = 1; ///< product of dims
 };
 
+/// Bad data found on the device: an index (a cross-entropy label, an
+/// embedding id) outside its range [0, bound). A kernel cannot throw, so it
+/// records the finding here and carries on with a harmless result; the host
+/// reads the record when it next waits for the device and throws a UserError
+/// naming the device, the instruction, the step, the position and the value.
+/// Device memory, zeroed at load and never reset: the first finding is the
+/// one reported, and the run stops there.
+struct DataError {
+  /// 0, or (step << 32) | (1 + instruction) of the first instruction to find
+  /// bad data: later instructions, and the same one in a later step, leave
+  /// the record alone.
+  unsigned long long where;
+  /// ~((position << 32) | uint32_t(value)) for the smallest bad position that
+  /// instruction found (an atomicMax of the complement, so the zeroed record
+  /// means none; positions from 2^32 - 1 on share the last slot).
+  unsigned long long what;
+  /// The bound of the valid range of the first finding.
+  long long bound;
+  /// The step being run, counted from 1 since load (launchBeginStep).
+  long long step;
+};
+/// What a launcher reports bad data to: the record and its instruction.
+struct DataErrorSink {
+  DataError *record = nullptr;
+  int instr = 0;
+};
+/// Sets record->step = step, in stream order before the step's kernels.
+void launchBeginStep(DataError *record, int64_t step, cudaStream_t stream);
+
 /// y[i] = x[offsetA(i)] over `d`: transpose and broadcast_to. Works on 4-byte
 /// elements of either dtype.
 void launchGather(const uint32_t *x, uint32_t *y, const StridedDesc &d, cudaStream_t stream);
@@ -78,17 +107,57 @@ void launchSoftmax(SoftmaxKind kind, const float *x, float *y, int64_t outer, in
 void launchSoftmaxGrad(const float *y, const float *dy, float *dx, int64_t outer, int64_t size,
                        int64_t inner, cudaStream_t stream);
 
-/// loss[0] = mean_n (logsumexp(logits[n,:]) - logits[n, labels[n]]); a label
-/// outside [0, C) sets *errorFlag to 1 + its row (first one wins) and makes
-/// the loss NaN. `scratch` holds crossEntropyScratchFloats(rows) floats.
+/// y = x with y[m, i, j] = value where j > i, x seen as [mats, rows, cols]
+/// (causal_mask). y may be x (then only the masked entries are written).
+void launchCausalMask(const float *x, float *y, int64_t mats, int64_t rows, int64_t cols,
+                      float value, cudaStream_t stream);
+
+/// loss[0] = sum over counted rows n of (logsumexp(logits[n,:]) -
+/// logits[n, labels[n]]) / (counted rows), a row being counted when its label
+/// is not `ignoreIndex` (no row counted: NaN). A counted label outside [0, C)
+/// is reported to `err` and makes the loss NaN. `scratch` holds
+/// crossEntropyScratchFloats(rows) floats.
 void launchSoftmaxCrossEntropy(const float *logits, const int32_t *labels, float *loss,
-                               int64_t rows, int64_t classes, float *scratch, int *errorFlag,
-                               cudaStream_t stream);
+                               int64_t rows, int64_t classes, int64_t ignoreIndex,
+                               float *scratch, DataErrorSink err, cudaStream_t stream);
 int64_t crossEntropyScratchFloats(int64_t rows);
-/// dlogits = dy[0] * (softmax(logits) - onehot(labels)) / rows.
+/// dlogits = dy[0] * (softmax(logits) - onehot(labels)) / (counted rows), 0 on
+/// the rows labelled `ignoreIndex`; a bad label gives a NaN row (and is
+/// reported). `scratch` holds crossEntropyGradScratchFloats(rows) floats (the
+/// count of counted rows, found by a fixed two-stage integer sum).
 void launchSoftmaxCrossEntropyGrad(const float *logits, const int32_t *labels, const float *dy,
-                                   float *dlogits, int64_t rows, int64_t classes, int *errorFlag,
+                                   float *dlogits, int64_t rows, int64_t classes,
+                                   int64_t ignoreIndex, float *scratch, DataErrorSink err,
                                    cudaStream_t stream);
+int64_t crossEntropyGradScratchFloats(int64_t rows);
+
+/// layer_norm over rows of `d` elements, statistics in float64 (biased
+/// variance): y = (x - mean) / sqrt(var + eps) * gamma + beta.
+void launchLayerNorm(const float *x, const float *gamma, const float *beta, float *y,
+                     int64_t rows, int64_t d, double eps, cudaStream_t stream);
+/// dx of layer_norm: rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma.
+void launchLayerNormGrad(const float *x, const float *gamma, const float *dy, float *dx,
+                         int64_t rows, int64_t d, double eps, cudaStream_t stream);
+/// dgamma[j] = sum over rows r of dy[r, j] * xhat[r, j]: the row statistics
+/// into scratch, then a fixed split of the rows per column, then the partial
+/// sums of each column in order. `scratch` holds layerNormGammaGradScratchFloats.
+void launchLayerNormGammaGrad(const float *x, const float *dy, float *dgamma, int64_t rows,
+                              int64_t d, double eps, float *scratch, cudaStream_t stream);
+int64_t layerNormGammaGradScratchFloats(int64_t rows, int64_t d);
+
+/// out[n, :] = table[ids[n], :] for n in [0, n); an id outside [0, vocab) is
+/// reported to `err` and gives a zero row.
+void launchEmbedding(const int32_t *ids, const float *table, float *out, int64_t n,
+                     int64_t vocab, int64_t d, DataErrorSink err, cudaStream_t stream);
+/// out[v, :] = sum of dy[n, :] over the positions n with ids[n] == v, in
+/// increasing n (zero when there is none); ids outside [0, vocab) are
+/// reported and skipped. The positions are sorted by id with a stable radix
+/// sort in `scratch` (embeddingGradScratchFloats floats), then one block per
+/// row of the result sums its positions in order.
+void launchEmbeddingGrad(const int32_t *ids, const float *dy, float *out, int64_t n,
+                         int64_t vocab, int64_t d, float *scratch, DataErrorSink err,
+                         cudaStream_t stream);
+int64_t embeddingGradScratchFloats(int64_t n, int64_t vocab);
 
 /// Optimizer updates compute each element in float64 and store float32,
 /// like the CPU runtime's kernels, so both runtimes agree to the last bits

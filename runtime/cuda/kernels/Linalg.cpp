@@ -5,9 +5,19 @@
 // cuBLAS gets B first with the leading dimension of each operand being its
 // row-major column count.
 //
+// Operands of rank > 2 carry leading batch axes that broadcast as in
+// numpy.matmul. The fewest cuBLAS calls that cover the batch are chosen at
+// load: one sgemm when there is a single product, or when b is one matrix
+// shared by the whole batch and a is not transposed (a's batch folds into
+// its rows: [P, M, K] is [P*M, K]); one strided-batched sgemm when each
+// operand either has the whole batch (stride of one matrix) or is one matrix
+// broadcast over it (stride 0); otherwise one sgemm per product, each operand
+// found through its broadcast strides.
+//
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/kernels/Prepare.h"
 
+#include "runtime/Strides.h"
 #include "runtime/cuda/CudaCheck.h"
 
 #include <climits>
@@ -16,22 +26,68 @@ namespace mpc::runtime::cuda {
 
 namespace {
 
+using Dims = std::vector<int64_t>;
+
+int64_t product(const Dims &d) {
+  int64_t p = 1;
+  for (int64_t v : d) p *= v;
+  return p;
+}
+
+/// The batch axes of an operand (all but the last two).
+Dims batchOf(const Dims &s) { return Dims(s.begin(), s.end() - 2); }
+
+/// NumPy broadcast of two batch shapes (right-aligned); throws when they
+/// do not broadcast.
+Dims broadcastBatch(const Dims &a, const Dims &b) {
+  Dims out(std::max(a.size(), b.size()), 1);
+  for (size_t i = 0; i < out.size(); ++i) {
+    int64_t da = i < out.size() - a.size() ? 1 : a[i - (out.size() - a.size())];
+    int64_t db = i < out.size() - b.size() ? 1 : b[i - (out.size() - b.size())];
+    if (da != db && da != 1 && db != 1) throw RuleError("matmul batch axes do not broadcast");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+/// Element offset of batch entry `flat` (row-major over `batch`) in an
+/// operand whose matrices hold `matrix` elements, its broadcast strides
+/// (in matrices) being `strides`.
+int64_t batchOffset(int64_t flat, const Dims &batch, const Dims &strides, int64_t matrix) {
+  int64_t off = 0;
+  for (size_t i = batch.size(); i-- > 0;) {
+    off += (flat % batch[i]) * strides[i];
+    flat /= batch[i];
+  }
+  return off * matrix;
+}
+
+void requireInt(int64_t v) {
+  if (v > INT_MAX) throw RuleError("matmul dimension exceeds cuBLAS's int range");
+}
+
+enum class Strategy { Single, Folded, StridedBatched, Loop };
+
 /// With an accumulator (third operand) the result is op(a) op(b) + c: beta = 1
 /// on c's values, in place when the plan gives the result c's buffer.
 Launch prepareMatMul(const KernelOperands &k) {
   requireArity(k, 2, 3);
   const plan::Buffer *a = k.inputs[0], *b = k.inputs[1], *c = k.output;
   for (auto *x : {a, b, c}) requireF32(x);
-  if (a->shape.size() != 2 || b->shape.size() != 2 || c->shape.size() != 2)
-    throw RuleError("matmul needs rank-2 buffers");
+  if (a->shape.size() < 2 || b->shape.size() < 2)
+    throw RuleError("matmul needs operands of rank >= 2");
   bool ta = attrBool(k.instr->attrs, "transpose_a", false),
        tb = attrBool(k.instr->attrs, "transpose_b", false);
-  int64_t m = ta ? a->shape[1] : a->shape[0], ka = ta ? a->shape[0] : a->shape[1];
-  int64_t kb = tb ? b->shape[1] : b->shape[0], n = tb ? b->shape[0] : b->shape[1];
-  if (ka != kb || c->shape[0] != m || c->shape[1] != n)
-    throw RuleError("matmul buffer shapes do not agree");
-  for (int64_t v : {m, n, ka, a->shape[1], b->shape[1]})
-    if (v > INT_MAX) throw RuleError("matmul dimension exceeds cuBLAS's int range");
+  const int64_t ar = a->shape[a->shape.size() - 2], ac = a->shape.back();
+  const int64_t br = b->shape[b->shape.size() - 2], bc = b->shape.back();
+  int64_t m = ta ? ac : ar, ka = ta ? ar : ac;
+  int64_t kb = tb ? bc : br, n = tb ? br : bc;
+  Dims aBatch = batchOf(a->shape), bBatch = batchOf(b->shape);
+  Dims batch = broadcastBatch(aBatch, bBatch);
+  Dims want = batch;
+  want.push_back(m);
+  want.push_back(n);
+  if (ka != kb || c->shape != want) throw RuleError("matmul buffer shapes do not agree");
   const bool accumulate = k.inputs.size() == 3;
   const float *C0 = nullptr;
   if (accumulate) {
@@ -39,27 +95,77 @@ Launch prepareMatMul(const KernelOperands &k) {
     if (k.inputs[2]->shape != c->shape) throw RuleError("matmul accumulator shape does not agree");
     C0 = cf(k.inPtr[2]);
   }
+
+  const int64_t count = product(batch), aCount = product(aBatch), bCount = product(bBatch);
+  const int64_t aMatrix = ar * ac, bMatrix = br * bc, cMatrix = m * n;
+  // Each operand's batch is either its own (every product has its matrix),
+  // or one matrix for all, or a partial broadcast that needs the loop.
+  const bool aWhole = aCount == count, aOne = aCount == 1;
+  const bool bWhole = bCount == count, bOne = bCount == 1;
+  Strategy how = Strategy::Loop;
+  if (count <= 1) how = Strategy::Single;
+  else if (bOne && aWhole && !ta) how = Strategy::Folded;
+  else if ((aWhole || aOne) && (bWhole || bOne)) how = Strategy::StridedBatched;
+
+  for (int64_t v : {m, n, ka, ac, bc}) requireInt(v);
+  if (how == Strategy::Folded) requireInt(count * m);
+  if (how == Strategy::StridedBatched) requireInt(count);
   int im = int(m), in = int(n), ik = int(ka);
-  int lda = int(a->shape[1] > 0 ? a->shape[1] : 1), ldb = int(b->shape[1] > 0 ? b->shape[1] : 1);
+  int foldedM = how == Strategy::Folded ? int(count * m) : im;
+  int lda = int(ac > 0 ? ac : 1), ldb = int(bc > 0 ? bc : 1);
   int ldc = in > 0 ? in : 1;
+  long long strideA = aOne ? 0 : aMatrix, strideB = bOne ? 0 : bMatrix;
+  int batchCount = how == Strategy::StridedBatched ? int(count) : 1;
+
+  // The loop's operand offsets, one pair per product, computed once.
+  std::vector<int64_t> offA, offB;
+  if (how == Strategy::Loop && cMatrix > 0 && ka > 0) {
+    Dims sa = broadcastStrides(aBatch, batch), sb = broadcastStrides(bBatch, batch);
+    // broadcastStrides counts in elements of the batch shape: matrices here.
+    offA.resize(size_t(count));
+    offB.resize(size_t(count));
+    for (int64_t i = 0; i < count; ++i) {
+      offA[size_t(i)] = batchOffset(i, batch, sa, aMatrix);
+      offB[size_t(i)] = batchOffset(i, batch, sb, bMatrix);
+    }
+  }
+
   cublasOperation_t opA = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opB = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   const float *A = cf(k.inPtr[0]), *B = cf(k.inPtr[1]);
   float *C = f(k.outPtr);
+  const int64_t total = count * cMatrix;
   KernelContext ctx = k.ctx;
   return [=] {
-    if (im == 0 || in == 0) return;
+    if (total == 0) return;
     if (accumulate && C0 != C)
-      cudaCheck(
-          cudaMemcpyAsync(C, C0, size_t(im) * size_t(in) * 4, cudaMemcpyDeviceToDevice, ctx.stream),
-          "cudaMemcpyAsync");
+      cudaCheck(cudaMemcpyAsync(C, C0, size_t(total) * 4, cudaMemcpyDeviceToDevice, ctx.stream),
+                "cudaMemcpyAsync");
     if (ik == 0) {
-      if (!accumulate) launchFill(C, int64_t(im) * in, 0.f, ctx.stream);
+      if (!accumulate) launchFill(C, total, 0.f, ctx.stream);
       return;
     }
     const float one = 1.f, zero = 0.f;
-    cublasCheck(cublasSgemm(ctx.cublas, opB, opA, in, im, ik, &one, B, ldb, A, lda,
-                            accumulate ? &one : &zero, C, ldc),
-                "cublasSgemm");
+    const float *beta = accumulate ? &one : &zero;
+    switch (how) {
+    case Strategy::Single:
+    case Strategy::Folded:
+      cublasCheck(cublasSgemm(ctx.cublas, opB, opA, in, foldedM, ik, &one, B, ldb, A, lda, beta,
+                              C, ldc),
+                  "cublasSgemm");
+      break;
+    case Strategy::StridedBatched:
+      cublasCheck(cublasSgemmStridedBatched(ctx.cublas, opB, opA, in, im, ik, &one, B, ldb,
+                                            strideB, A, lda, strideA, beta, C, ldc,
+                                            static_cast<long long>(cMatrix), batchCount),
+                  "cublasSgemmStridedBatched");
+      break;
+    case Strategy::Loop:
+      for (size_t i = 0; i < offA.size(); ++i)
+        cublasCheck(cublasSgemm(ctx.cublas, opB, opA, in, im, ik, &one, B + offB[i], ldb,
+                                A + offA[i], lda, beta, C + int64_t(i) * cMatrix, ldc),
+                    "cublasSgemm");
+      break;
+    }
   };
 }
 

@@ -1,7 +1,10 @@
 //===- runtime/cuda/kernels/Loss.cpp - losses and their gradients -----------===//
 //
-// Full reductions through two fixed stages (Loss.cu); a label out of range
-// sets the device's error flag, which the runtime reads after the step.
+// Full reductions through two fixed stages (Loss.cu). Cross-entropy takes
+// logits f32[..., C] as rows of C classes; rows labelled ignore_index are
+// left out of the mean. A label out of range is reported to the device's
+// DataError record, which the runtime reads when it next waits for the
+// device.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/kernels/Prepare.h"
@@ -26,43 +29,65 @@ Launch prepareMse(const KernelOperands &k) {
   return [=] { launchReduceAll(p, t, y, n, scale, ctx.scratch, ctx.stream); };
 }
 
-void checkLogits(const KernelOperands &k) {
+/// logits f32[..., C] (rank >= 2, C >= 1) and labels i32[...], the logits'
+/// shape without its last axis: rows = numel / C.
+struct Logits {
+  int64_t rows = 0, classes = 0, ignoreIndex = -100;
+};
+Logits checkLogits(const KernelOperands &k) {
   const plan::Buffer *logits = k.inputs[0], *labels = k.inputs[1];
-  if (logits->shape.size() != 2 || labels->shape.size() != 1 ||
-      labels->shape[0] != logits->shape[0] || labels->dtype != plan::DType::I32)
-    throw RuleError("expected logits f32[N,C] and labels i32[N]");
+  requireF32(logits);
+  const std::vector<int64_t> &ls = logits->shape;
+  if (ls.size() < 2 || labels->dtype != plan::DType::I32 ||
+      labels->shape != std::vector<int64_t>(ls.begin(), ls.end() - 1))
+    throw RuleError("expected logits f32[..., C] and labels i32[...] (the logits' shape "
+                    "without C)");
+  Logits l;
+  l.classes = ls.back();
+  if (l.classes < 1) throw RuleError("cross-entropy needs at least one class");
+  l.rows = logits->numElements() / l.classes;
+  l.ignoreIndex = attrInt(k.instr->attrs, "ignore_index", -100);
+  return l;
 }
 
 int64_t crossEntropyScratch(const KernelOperands &k) {
-  return crossEntropyScratchFloats(k.inputs[0]->shape.empty() ? 0 : k.inputs[0]->shape[0]);
+  requireArity(k, 2, 2);
+  return crossEntropyScratchFloats(checkLogits(k).rows);
+}
+int64_t crossEntropyGradScratch(const KernelOperands &k) {
+  requireArity(k, 3, 3);
+  return crossEntropyGradScratchFloats(checkLogits(k).rows);
 }
 
 Launch prepareCrossEntropy(const KernelOperands &k) {
   requireArity(k, 2, 2);
-  checkLogits(k);
-  int64_t rows = k.inputs[0]->shape[0], classes = k.inputs[0]->shape[1];
+  Logits l = checkLogits(k);
+  requireF32(k.output);
+  if (k.output->numElements() != 1) throw RuleError("the loss must be a scalar");
   const float *logits = cf(k.inPtr[0]);
   const int32_t *labels = static_cast<const int32_t *>(k.inPtr[1]);
   float *y = f(k.outPtr);
   KernelContext ctx = k.ctx;
   return [=] {
-    launchSoftmaxCrossEntropy(logits, labels, y, rows, classes, ctx.scratch, ctx.errorFlag,
-                              ctx.stream);
+    launchSoftmaxCrossEntropy(logits, labels, y, l.rows, l.classes, l.ignoreIndex, ctx.scratch,
+                              ctx.dataError, ctx.stream);
   };
 }
 
 Launch prepareCrossEntropyGrad(const KernelOperands &k) {
   requireArity(k, 3, 3);
-  checkLogits(k);
+  Logits l = checkLogits(k);
+  requireF32(k.inputs[2]);
+  if (k.inputs[2]->numElements() != 1) throw RuleError("dy must be a scalar");
+  requireF32(k.output);
   requireSameCount(k.inputs[0], k.output);
-  int64_t rows = k.inputs[0]->shape[0], classes = k.inputs[0]->shape[1];
   const float *logits = cf(k.inPtr[0]), *dy = cf(k.inPtr[2]);
   const int32_t *labels = static_cast<const int32_t *>(k.inPtr[1]);
   float *dx = f(k.outPtr);
   KernelContext ctx = k.ctx;
   return [=] {
-    launchSoftmaxCrossEntropyGrad(logits, labels, dy, dx, rows, classes, ctx.errorFlag,
-                                  ctx.stream);
+    launchSoftmaxCrossEntropyGrad(logits, labels, dy, dx, l.rows, l.classes, l.ignoreIndex,
+                                  ctx.scratch, ctx.dataError, ctx.stream);
   };
 }
 
@@ -71,7 +96,7 @@ Launch prepareCrossEntropyGrad(const KernelOperands &k) {
 namespace kernels::Loss {
 const CudaKernel MseLoss{mseScratch, prepareMse};
 const CudaKernel SoftmaxCrossEntropy{crossEntropyScratch, prepareCrossEntropy};
-const CudaKernel SoftmaxCrossEntropyGrad{nullptr, prepareCrossEntropyGrad};
+const CudaKernel SoftmaxCrossEntropyGrad{crossEntropyGradScratch, prepareCrossEntropyGrad};
 } // namespace kernels::Loss
 
 } // namespace mpc::runtime::cuda

@@ -2,7 +2,8 @@
 //
 // reshape, transpose, fill, slice and concat: strided gathers and block
 // copies of 4-byte elements (f32 or i32 alike), onto the launchers of
-// Shape.cu.
+// Shape.cu. A slice is one block copy, a concat one per operand (any number
+// of them) into its band of the result's rows.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/kernels/Prepare.h"
@@ -52,44 +53,57 @@ Launch prepareSlice(const KernelOperands &k) {
   requireBlockDType(x, k.output);
   if (x->shape.empty()) throw RuleError("slice needs rank >= 1");
   int64_t axis = normAxis(attrInt(k.instr->attrs, "axis", 0), x->shape.size());
-  int64_t start = attrInt(k.instr->attrs, "start", 0), stop = attrInt(k.instr->attrs, "stop", 0);
+  int64_t start = attrInt(k.instr->attrs, "start", 0), end = attrInt(k.instr->attrs, "end", 0);
   Split sp = splitAt(x->shape, axis);
-  if (start < 0 || start >= stop || stop > sp.size)
+  if (start < 0 || start >= end || end > sp.size)
     throw RuleError("slice range out of bounds for buffer '" + x->name + "'");
   std::vector<int64_t> want = x->shape;
-  want[size_t(axis)] = stop - start;
+  want[size_t(axis)] = end - start;
   if (k.output->shape != want) throw RuleError("result shape does not match the slice");
   const uint32_t *in = static_cast<const uint32_t *>(k.inPtr[0]) + start * sp.inner;
   uint32_t *out = static_cast<uint32_t *>(k.outPtr);
-  int64_t outer = sp.outer, row = (stop - start) * sp.inner, inRow = sp.size * sp.inner;
+  int64_t outer = sp.outer, row = (end - start) * sp.inner, inRow = sp.size * sp.inner;
   cudaStream_t s = k.ctx.stream;
   return [=] { launchBlockCopy(in, out, outer, row, inRow, row, s); };
 }
 
+/// Operand i fills its band of the axis: for every outer index, its row of
+/// size_i * inner elements at its offset in the result's row.
 Launch prepareConcat(const KernelOperands &k) {
-  requireArity(k, 2, 2);
-  const plan::Buffer *a = k.inputs[0], *b = k.inputs[1];
-  requireBlockDType(a, k.output);
-  requireBlockDType(b, k.output);
-  if (a->shape.empty()) throw RuleError("concat needs rank >= 1");
-  int64_t axis = normAxis(attrInt(k.instr->attrs, "axis", 0), a->shape.size());
-  bool ok = a->shape.size() == b->shape.size();
-  for (size_t i = 0; ok && i < a->shape.size(); ++i)
-    ok = int64_t(i) == axis || a->shape[i] == b->shape[i];
-  std::vector<int64_t> want = a->shape;
-  if (ok) want[size_t(axis)] += b->shape[size_t(axis)];
-  if (!ok || k.output->shape != want)
-    throw RuleError("buffers '" + a->name + "' and '" + b->name +
-                    "' do not concatenate to the result shape");
-  Split sa = splitAt(a->shape, axis), sb = splitAt(b->shape, axis);
-  int64_t outer = sa.outer, rowA = sa.size * sa.inner, rowB = sb.size * sb.inner;
-  const uint32_t *pa = static_cast<const uint32_t *>(k.inPtr[0]);
-  const uint32_t *pb = static_cast<const uint32_t *>(k.inPtr[1]);
+  if (k.inputs.empty()) throw RuleError("concat needs at least one operand");
+  const plan::Buffer *first = k.inputs[0];
+  if (first->shape.empty()) throw RuleError("concat needs rank >= 1");
+  int64_t axis = normAxis(attrInt(k.instr->attrs, "axis", 0), first->shape.size());
+  std::vector<int64_t> want = first->shape;
+  want[size_t(axis)] = 0;
+  for (const plan::Buffer *b : k.inputs) {
+    requireBlockDType(b, k.output);
+    bool ok = b->shape.size() == first->shape.size();
+    for (size_t i = 0; ok && i < b->shape.size(); ++i)
+      ok = int64_t(i) == axis || b->shape[i] == first->shape[i];
+    if (!ok)
+      throw RuleError("buffers '" + first->name + "' and '" + b->name +
+                      "' differ outside the concat axis");
+    want[size_t(axis)] += b->shape[size_t(axis)];
+  }
+  if (k.output->shape != want)
+    throw RuleError("the operands do not concatenate to the result shape");
+  struct Part {
+    const uint32_t *src;
+    int64_t row, offset;
+  };
+  std::vector<Part> parts;
+  int64_t outer = splitAt(want, axis).outer, outRow = 0;
+  for (size_t i = 0; i < k.inputs.size(); ++i) {
+    Split sp = splitAt(k.inputs[i]->shape, axis);
+    parts.push_back({static_cast<const uint32_t *>(k.inPtr[i]), sp.size * sp.inner, outRow});
+    outRow += sp.size * sp.inner;
+  }
   uint32_t *out = static_cast<uint32_t *>(k.outPtr);
   cudaStream_t s = k.ctx.stream;
   return [=] {
-    launchBlockCopy(pa, out, outer, rowA, rowA, rowA + rowB, s);
-    launchBlockCopy(pb, out + rowA, outer, rowB, rowB, rowA + rowB, s);
+    for (const Part &p : parts)
+      launchBlockCopy(p.src, out + p.offset, outer, p.row, p.row, outRow, s);
   };
 }
 

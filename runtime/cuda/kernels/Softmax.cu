@@ -7,6 +7,11 @@
 // (outer, inner) lane sequentially. Both subtract the maximum first, like
 // the reference kernel.
 //
+// causal_mask, which feeds attention scores to softmax, is a copy that sets
+// the entries above the diagonal of each [rows, cols] matrix: a block per
+// matrix row, its threads over the columns. In place (y == x) it writes only
+// the masked entries.
+//
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/kernels/Common.cuh"
 
@@ -86,7 +91,31 @@ __global__ void softmaxGradLaneKernel(const float *__restrict__ y, const float *
   }
 }
 
+__global__ void causalMaskKernel(const float *x, float *y, int64_t matRows, int64_t rows,
+                                 int64_t cols, float value) {
+  const bool copy = x != y;
+  for (int64_t r = blockIdx.x; r < matRows; r += gridDim.x) {
+    int64_t i = r % rows; // the row within its matrix
+    const float *xr = x + r * cols;
+    float *yr = y + r * cols;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+      if (j > i) yr[j] = value;
+      else if (copy) yr[j] = xr[j];
+    }
+  }
+}
+
 } // namespace
+
+void launchCausalMask(const float *x, float *y, int64_t mats, int64_t rows, int64_t cols,
+                      float value, cudaStream_t stream) {
+  int64_t matRows = mats * rows;
+  if (matRows == 0 || cols == 0) return;
+  unsigned threads = 32;
+  while (threads < 256 && int64_t(threads) < cols) threads <<= 1;
+  int64_t blocks = matRows < (int64_t(1) << 20) ? matRows : int64_t(1) << 20;
+  causalMaskKernel<<<unsigned(blocks), threads, 0, stream>>>(x, y, matRows, rows, cols, value);
+}
 
 void launchSoftmax(SoftmaxKind kind, const float *x, float *y, int64_t outer, int64_t size,
                    int64_t inner, cudaStream_t stream) {

@@ -252,6 +252,33 @@ TEST(CudaKernelCoverage, EveryOpHasACudaKernel) {
   EXPECT_TRUE(missing.empty()) << "no cuda kernel for " << ::testing::PrintToString(missing);
 }
 
+/// Runs `p` once on the GPU with `inputs` (raw bytes, one per plan input) and
+/// reads the output into `out`; returns the message of the UserError the
+/// read throws ("" when none).
+std::string readError(const plan::Plan &p, Executor &exec,
+                      const std::vector<std::vector<uint8_t>> &inputs, std::vector<float> &out) {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    exec.write(p.inputs[i], inputs[i].data(), inputs[i].size());
+  exec.step();
+  out.assign(size_t(p.outputs[0].numElements()), 0.f);
+  try {
+    exec.read(p.outputs[0], out.data(), out.size() * 4);
+  } catch (const UserError &e) {
+    return e.what();
+  }
+  return "";
+}
+
+template <class T> std::vector<uint8_t> bytesOf(const std::vector<T> &v) {
+  std::vector<uint8_t> b(v.size() * sizeof(T));
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+void expectHas(const std::string &text, const std::string &part) {
+  EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' not in: " << text;
+}
+
 TEST(CudaKernelErrors, LabelOutOfRangeIsReportedWhenDataIsRead) {
   MPC_REQUIRE_GPU();
   plan::Plan p = test::singleOpPlan("softmax_cross_entropy", {},
@@ -259,18 +286,43 @@ TEST(CudaKernelErrors, LabelOutOfRangeIsReportedWhenDataIsRead) {
                                     {plan::DType::F32, {}});
   CudaRun run = prepareCudaRun(p, {});
   Executor exec(p, run.factory, std::move(run.transport));
-  const float logits[12] = {};
-  const int32_t labels[3] = {0, 7, 1};
-  exec.write(p.inputs[0], logits, sizeof logits);
-  exec.write(p.inputs[1], labels, sizeof labels);
-  exec.step();
-  try {
-    exec.readFloats(p.outputs[0]);
-    ADD_FAILURE() << "no error for label 7 of 4 classes";
-  } catch (const UserError &e) {
-    EXPECT_NE(std::string(e.what()).find("label out of range in row 1"), std::string::npos)
-        << e.what();
-  }
+  std::vector<float> logits(12, 0.f), loss;
+  // Step 1 is clean; step 2 has two bad labels: the first row is reported.
+  EXPECT_EQ(readError(p, exec, {bytesOf(logits), bytesOf(std::vector<int32_t>{0, 3, 1})}, loss),
+            "");
+  std::string e =
+      readError(p, exec, {bytesOf(logits), bytesOf(std::vector<int32_t>{0, 7, -2})}, loss);
+  expectHas(e, "gpu:0: instruction 0 (softmax_cross_entropy 'out')");
+  expectHas(e, "label 7 out of range [0, 4) at row 1 in step 2 since the plan was loaded");
+}
+
+TEST(CudaKernelErrors, EmbeddingIdOutOfRangeIsReportedAndGivesAZeroRow) {
+  MPC_REQUIRE_GPU();
+  plan::Plan p = test::singleOpPlan("embedding", {},
+                                    {{plan::DType::I32, {2, 3}}, {plan::DType::F32, {4, 2}}},
+                                    {plan::DType::F32, {2, 3, 2}});
+  CudaRun run = prepareCudaRun(p, {});
+  Executor exec(p, run.factory, std::move(run.transport));
+  std::vector<float> table = {1, 2, 3, 4, 5, 6, 7, 8}, out;
+  std::string e = readError(
+      p, exec, {bytesOf(std::vector<int32_t>{0, 1, 9, 2, -1, 3}), bytesOf(table)}, out);
+  expectHas(e, "gpu:0: instruction 0 (embedding 'out')");
+  expectHas(e, "embedding id 9 at ids[0,2] out of range [0, 4) in step 1");
+  EXPECT_EQ(out, (std::vector<float>{1, 2, 3, 4, 0, 0, 5, 6, 0, 0, 7, 8}));
+}
+
+TEST(CudaKernelErrors, EmbeddingGradReportsABadIdAndSkipsIt) {
+  MPC_REQUIRE_GPU();
+  plan::Plan p = test::singleOpPlan("embedding_grad", {{"num_embeddings", int64_t(4)}},
+                                    {{plan::DType::I32, {3}}, {plan::DType::F32, {3, 2}}},
+                                    {plan::DType::F32, {4, 2}});
+  CudaRun run = prepareCudaRun(p, {});
+  Executor exec(p, run.factory, std::move(run.transport));
+  std::vector<float> dy = {1, 2, 3, 4, 5, 6}, out;
+  std::string e =
+      readError(p, exec, {bytesOf(std::vector<int32_t>{3, -5, 3}), bytesOf(dy)}, out);
+  expectHas(e, "embedding id -5 at ids[1] out of range [0, 4) in step 1");
+  EXPECT_EQ(out, (std::vector<float>{0, 0, 0, 0, 0, 0, 6, 8}));
 }
 
 } // namespace
