@@ -43,6 +43,8 @@ import re
 import subprocess
 import sys
 
+# No __pycache__ in the source tree (the fuzz replay reads examples/ whole).
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # crosscheck.py holds the skip-or-fail rule for a missing torch, and the
 # safetensors reader and writer written from the format's specification.
