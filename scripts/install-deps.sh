@@ -15,6 +15,7 @@ packages=(
   python3-numpy python3-torch   # the PyTorch cross-checks (test/torch/)
   graphviz             # dot, for pictures of graphs
   openmpi-bin libopenmpi-dev    # mpirun and MPI for multi-process runs
+  fortunes fortunes-min         # text for the GPT example (examples/gpt/)
 )
 
 missing=()
