@@ -35,8 +35,7 @@ inline void requireDType(const TensorType &t, DType want, const char *op,
 /// Throws unless every operand is f32.
 inline void requireAllF32(std::span<const TensorType> ops, const OpInfo &info) {
   for (size_t i = 0; i < ops.size(); ++i)
-    requireDType(ops[i], DType::F32, info.name,
-                 i < info.operands.size() ? info.operands[i] : std::to_string(i));
+    requireDType(ops[i], DType::F32, info.name, info.operandName(i));
 }
 
 /// Throws "shape mismatch: A x B" unless `a` and `b` have the same type.

@@ -217,6 +217,20 @@ TEST(GradientCheck, SoftmaxThenLogThroughReductions) {
   checkGradients(g, y, feedOf({{x, 2.0}}), 1e-6);
 }
 
+TEST(GradientRule, SliceGradientIsOneConcat) {
+  Graph g;
+  Node *x = g.addInput("x", f32({2, 6}));
+  Builder b(g);
+  Node *s = b.slice(x, 1, 2, 4);
+  Node *dy = g.addInput("dy", s->type);
+  std::vector<Node *> gs = s->info().grad(b, *s, dy);
+  ASSERT_EQ(gs.size(), 1u);
+  ASSERT_TRUE(gs[0]->isOp(OpKind::Concat));
+  EXPECT_EQ(gs[0]->inputs.size(), 3u);
+  EXPECT_EQ(gs[0]->inputs[1], dy);
+  EXPECT_EQ(gs[0]->type, x->type);
+}
+
 /// A small deterministic generator for random shapes.
 struct ShapeRng {
   uint64_t state;

@@ -157,17 +157,17 @@ std::vector<OpCase> buildCases() {
   add(OpKind::Transpose, "size1", {f32({1, 3})}, {{"perm", std::vector<int64_t>{1, 0}}});
   add(OpKind::Fill, "matrix", {}, {{"value", 1.5}, {"shape", std::vector<int64_t>{2, 3}}});
   add(OpKind::Fill, "scalar", {}, {{"shape", std::vector<int64_t>{}}});
-  add(OpKind::Slice, "rows", {f32({4, 3})}, {{"start", int64_t(1)}, {"stop", int64_t(3)}});
+  add(OpKind::Slice, "rows", {f32({4, 3})}, {{"start", int64_t(1)}, {"end", int64_t(3)}});
   add(OpKind::Slice, "neg_axis", {f32({2, 5})},
-      {{"axis", int64_t(-1)}, {"start", int64_t(2)}, {"stop", int64_t(5)}});
+      {{"axis", int64_t(-1)}, {"start", int64_t(2)}, {"end", int64_t(5)}});
   add(OpKind::Slice, "rank3_axis1", {f32({2, 4, 3})},
-      {{"axis", int64_t(1)}, {"start", int64_t(1)}, {"stop", int64_t(3)}});
+      {{"axis", int64_t(1)}, {"start", int64_t(1)}, {"end", int64_t(3)}});
   add(OpKind::Slice, "head", {f32({2, 3, 2})},
-      {{"axis", int64_t(2)}, {"start", int64_t(0)}, {"stop", int64_t(1)}});
+      {{"axis", int64_t(2)}, {"start", int64_t(0)}, {"end", int64_t(1)}});
   add(OpKind::Slice, "whole", {f32({3, 2})},
-      {{"axis", int64_t(1)}, {"start", int64_t(0)}, {"stop", int64_t(2)}});
-  add(OpKind::Slice, "size1", {f32({1, 3})}, {{"start", int64_t(0)}, {"stop", int64_t(1)}});
-  add(OpKind::Slice, "labels", {i32({6})}, {{"start", int64_t(2)}, {"stop", int64_t(5)}},
+      {{"axis", int64_t(1)}, {"start", int64_t(0)}, {"end", int64_t(2)}});
+  add(OpKind::Slice, "size1", {f32({1, 3})}, {{"start", int64_t(0)}, {"end", int64_t(1)}});
+  add(OpKind::Slice, "labels", {i32({6})}, {{"start", int64_t(2)}, {"end", int64_t(5)}},
       {integers(0, 9)});
   add(OpKind::Concat, "rows", {f32({2, 3}), f32({1, 3})});
   add(OpKind::Concat, "neg_axis", {f32({2, 3}), f32({2, 2})}, {{"axis", int64_t(-1)}});
@@ -177,6 +177,16 @@ std::vector<OpCase> buildCases() {
   add(OpKind::Concat, "labels", {i32({3}), i32({4})}, {}, {integers(0, 9), integers(0, 9)});
   add(OpKind::Concat, "labels_rank2", {i32({2, 1}), i32({2, 3})}, {{"axis", int64_t(1)}},
       {integers(-5, 5), integers(0, 100)});
+  // Variadic: one operand (the identity) and three.
+  add(OpKind::Concat, "one", {f32({2, 3})});
+  add(OpKind::Concat, "one_axis1", {f32({2, 3})}, {{"axis", int64_t(1)}});
+  add(OpKind::Concat, "three", {f32({2, 3}), f32({1, 3}), f32({3, 3})});
+  add(OpKind::Concat, "three_last", {f32({2, 2, 1}), f32({2, 2, 3}), f32({2, 2, 2})},
+      {{"axis", int64_t(-1)}});
+  add(OpKind::Concat, "three_middle", {f32({2, 1, 3}), f32({2, 2, 3}), f32({2, 1, 3})},
+      {{"axis", int64_t(1)}});
+  add(OpKind::Concat, "labels3", {i32({2}), i32({1}), i32({3})}, {},
+      {integers(0, 9), integers(0, 9), integers(0, 9)});
 
   // Softmax family.
   for (OpKind k : {OpKind::Softmax, OpKind::LogSoftmax}) {

@@ -90,6 +90,17 @@ TEST(OpRegistry, TraitsAndMutatedOperands) {
     }
 }
 
+TEST(OpRegistry, VariadicOps) {
+  std::set<std::string> variadic;
+  for (const OpInfo &r : allOps())
+    if (r.variadic) {
+      variadic.insert(r.name);
+      EXPECT_FALSE(r.operands.empty()) << r.name;
+      EXPECT_EQ(r.maxArity(), OpInfo::kMaxVariadicArity) << r.name;
+    }
+  EXPECT_EQ(variadic, std::set<std::string>{"concat"});
+}
+
 TEST(OpCoverage, EveryOpHasTestCases) {
   for (const OpInfo &r : allOps())
     EXPECT_FALSE(opcases::casesFor(r.kind).empty()) << "op '" << r.name << "' has no test case";

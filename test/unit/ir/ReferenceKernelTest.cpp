@@ -105,8 +105,8 @@ TEST(Reference, ShapeOps) {
 }
 
 TEST(Reference, SliceAndConcat) {
-  auto sl = [](int64_t axis, int64_t start, int64_t stop) {
-    return AttrMap{{"axis", axis}, {"start", start}, {"stop", stop}};
+  auto sl = [](int64_t axis, int64_t start, int64_t end) {
+    return AttrMap{{"axis", axis}, {"start", start}, {"end", end}};
   };
   RefTensor x = tensor({2, 3}, {1, 2, 3, 4, 5, 6});
   expectNear(eval(OpKind::Slice, {x}, sl(0, 1, 2)), {4, 5, 6});
@@ -125,6 +125,12 @@ TEST(Reference, SliceAndConcat) {
   RefTensor p = tensor({2, 1, 2}, {1, 2, 3, 4}), q = tensor({2, 2, 2}, {5, 6, 7, 8, 9, 10, 11, 12});
   expectNear(eval(OpKind::Concat, {p, q}, {{"axis", int64_t(1)}}),
              {1, 2, 5, 6, 7, 8, 3, 4, 9, 10, 11, 12});
+  // Variadic: three operands in order, and one (the identity).
+  expectNear(eval(OpKind::Concat, {a, b, a}, {{"axis", int64_t(1)}}), {1, 3, 4, 1, 2, 5, 6, 2});
+  RefTensor three = eval(OpKind::Concat, {tensor({1}, {1}), tensor({2}, {2, 3}),
+                                          tensor({3}, {4, 5, 6})});
+  expectNear(three, {1, 2, 3, 4, 5, 6});
+  expectNear(eval(OpKind::Concat, {b}, {{"axis", int64_t(1)}}), {3, 4, 5, 6});
 }
 
 TEST(Reference, SoftmaxIsStable) {

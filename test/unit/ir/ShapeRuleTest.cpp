@@ -110,6 +110,26 @@ TEST(ShapeRule, Arity) {
             "op 'fill' takes 0 operand(s), got 1");
   EXPECT_EQ(ruleError(OpKind::SgdUpdate, {f32({2})}, {{"lr", 0.1}}),
             "op 'sgd_update' takes 2 to 4 operand(s), got 1");
+  EXPECT_EQ(ruleError(OpKind::Concat, {}), "op 'concat' takes 1 to 64 operand(s), got 0");
+}
+
+TEST(ShapeRule, VariadicOpRecord) {
+  const OpInfo &c = opInfo(OpKind::Concat);
+  EXPECT_TRUE(c.variadic);
+  EXPECT_EQ(c.minArity, 1);
+  EXPECT_TRUE(c.acceptsArity(1));
+  EXPECT_TRUE(c.acceptsArity(64));
+  EXPECT_FALSE(c.acceptsArity(0));
+  EXPECT_EQ(c.arityText(), "1 to 64");
+  EXPECT_FALSE(c.acceptsArity(65));
+  EXPECT_EQ(c.operandName(0), "x0");
+  EXPECT_EQ(c.operandName(7), "x7");
+  const OpInfo &m = opInfo(OpKind::MatMul);
+  EXPECT_FALSE(m.variadic);
+  EXPECT_EQ(m.maxArity(), 3);
+  EXPECT_FALSE(m.acceptsArity(4));
+  EXPECT_EQ(m.arityText(), "2 to 3");
+  EXPECT_EQ(m.operandName(2), "c");
 }
 
 TEST(ShapeRule, UnaryAndBackwardOps) {
@@ -190,25 +210,29 @@ TEST(ShapeRule, Fill) {
 }
 
 TEST(ShapeRule, Slice) {
-  auto sl = [](int64_t axis, int64_t start, int64_t stop) {
-    return AttrMap{{"axis", axis}, {"start", start}, {"stop", stop}};
+  auto sl = [](int64_t axis, int64_t start, int64_t end) {
+    return AttrMap{{"axis", axis}, {"start", start}, {"end", end}};
   };
   EXPECT_EQ(infer(OpKind::Slice, {f32({4, 3})}, sl(0, 1, 3)), f32({2, 3}));
   EXPECT_EQ(infer(OpKind::Slice, {f32({2, 4, 3})}, sl(1, 0, 1)), f32({2, 1, 3}));
   EXPECT_EQ(infer(OpKind::Slice, {f32({2, 5})}, sl(-1, 2, 5)), f32({2, 3}));
   EXPECT_EQ(infer(OpKind::Slice, {i32({6})}, sl(0, 2, 5)), i32({3}));
   EXPECT_EQ(ruleError(OpKind::Slice, {f32({3, 4})}, sl(0, 1, 5)),
-            "slice start 1, stop 5 out of range for axis 0 of f32[3,4]: needs 0 <= start < "
-            "stop <= 3");
+            "slice start 1, end 5 out of range for axis 0 of f32[3,4]: needs 0 <= start < "
+            "end <= 3");
   EXPECT_EQ(ruleError(OpKind::Slice, {f32({3, 4})}, sl(-1, 2, 2)),
-            "slice start 2, stop 2 out of range for axis -1 of f32[3,4]: needs 0 <= start < "
-            "stop <= 4");
+            "slice start 2, end 2 out of range for axis -1 of f32[3,4]: needs 0 <= start < "
+            "end <= 4");
+  EXPECT_NE(ruleError(OpKind::Slice, {f32({3, 4})}, sl(0, 0, -1)), "");
   EXPECT_NE(ruleError(OpKind::Slice, {f32({3, 4})}, sl(0, -1, 2)), "");
   EXPECT_EQ(ruleError(OpKind::Slice, {f32({3, 4})}, sl(2, 0, 1)),
             "slice axis 2 out of range for f32[3,4]");
   EXPECT_NE(ruleError(OpKind::Slice, {f32({})}, sl(0, 0, 1)), "");
-  // start and stop are required.
-  EXPECT_NE(ruleError(OpKind::Slice, {f32({3})}, {{"start", int64_t(0)}}), "");
+  // start and end are required; the old name `stop` is gone.
+  EXPECT_EQ(ruleError(OpKind::Slice, {f32({3})}, {{"start", int64_t(0)}}),
+            "missing required attribute 'end' for op 'slice'");
+  EXPECT_EQ(ruleError(OpKind::Slice, {f32({3})}, {{"start", int64_t(0)}, {"stop", int64_t(1)}}),
+            "unknown attribute 'stop' for op 'slice'");
 }
 
 TEST(ShapeRule, Concat) {
@@ -218,14 +242,24 @@ TEST(ShapeRule, Concat) {
   EXPECT_EQ(infer(OpKind::Concat, {f32({2, 3, 4}), f32({2, 1, 4})}, ax(1)), f32({2, 4, 4}));
   EXPECT_EQ(infer(OpKind::Concat, {i32({3}), i32({4})}), i32({7}));
   EXPECT_EQ(ruleError(OpKind::Concat, {f32({2, 3}), f32({3, 4})}),
-            "concat shape mismatch outside axis 0: f32[2,3] x f32[3,4]");
+            "concat shape mismatch outside axis 0: f32[2,3] x f32[3,4] (operands x0 and x1)");
   EXPECT_EQ(ruleError(OpKind::Concat, {f32({2, 3}), f32({2, 3, 1})}, ax(1)),
-            "concat shape mismatch outside axis 1: f32[2,3] x f32[2,3,1]");
+            "concat shape mismatch outside axis 1: f32[2,3] x f32[2,3,1] (operands x0 and x1)");
   EXPECT_EQ(ruleError(OpKind::Concat, {f32({2}), i32({2})}),
             "concat operands differ in dtype: f32[2] x i32[2]");
   EXPECT_EQ(ruleError(OpKind::Concat, {f32({2}), f32({2})}, ax(1)),
             "concat axis 1 out of range for f32[2]");
   EXPECT_NE(ruleError(OpKind::Concat, {f32({}), f32({})}), "");
+  // Variadic: one operand is the identity; any number join in order.
+  EXPECT_EQ(infer(OpKind::Concat, {f32({2, 3})}), f32({2, 3}));
+  EXPECT_EQ(infer(OpKind::Concat, {f32({2, 3}), f32({1, 3}), f32({4, 3})}), f32({7, 3}));
+  EXPECT_EQ(infer(OpKind::Concat, {f32({2, 1}), f32({2, 3}), f32({2, 2}), f32({2, 1})}, ax(-1)),
+            f32({2, 7}));
+  EXPECT_EQ(ruleError(OpKind::Concat, {f32({2, 3}), f32({1, 3}), f32({4, 2})}),
+            "concat shape mismatch outside axis 0: f32[2,3] x f32[4,2] (operands x0 and x2)");
+  EXPECT_EQ(ruleError(OpKind::Concat, {i32({2}), i32({1}), f32({4})}),
+            "concat operands differ in dtype: i32[2] x f32[4]");
+  EXPECT_NE(ruleError(OpKind::Concat, {f32({})}), "");
 }
 
 TEST(ShapeRule, Softmax) {
