@@ -217,6 +217,28 @@ TEST(GradientCheck, SoftmaxThenLogThroughReductions) {
   checkGradients(g, y, feedOf({{x, 2.0}}), 1e-6);
 }
 
+TEST(GradientRule, BatchedTimesMatrixFoldsTheWeightGradient) {
+  // dB of a [2,3,4] x b [4,5] is one rank-2 product of the folded operands,
+  // f32[6,4]^T x f32[6,5], not a batched product and a sum.
+  for (bool tb : {false, true}) {
+    Graph g;
+    Node *x = g.addInput("x", f32({2, 3, 4}));
+    Node *w = g.addInput("w", f32(tb ? Shape{5, 4} : Shape{4, 5}));
+    Builder b(g);
+    Node *y = b.matmul(x, w, false, tb);
+    Node *dy = g.addInput("dy", y->type);
+    std::vector<Node *> gs = y->info().grad(b, *y, dy);
+    ASSERT_EQ(gs.size(), 2u);
+    EXPECT_EQ(gs[0]->type, x->type);
+    EXPECT_EQ(gs[1]->type, w->type);
+    ASSERT_TRUE(gs[1]->isOp(OpKind::MatMul));
+    ASSERT_EQ(gs[1]->inputs.size(), 2u);
+    EXPECT_EQ(gs[1]->inputs[0]->type.shape, (Shape{6, tb ? 5 : 4}));
+    EXPECT_EQ(gs[1]->inputs[1]->type.shape, (Shape{6, tb ? 4 : 5}));
+    for (const auto &n : g.nodes()) EXPECT_FALSE(n->isOp(OpKind::Sum)) << n->name;
+  }
+}
+
 TEST(GradientRule, SliceGradientIsOneConcat) {
   Graph g;
   Node *x = g.addInput("x", f32({2, 6}));

@@ -87,6 +87,23 @@ std::vector<OpCase> buildCases() {
   // With the accumulator operand c: op(a) op(b) + c.
   add(OpKind::MatMul, "acc_nn", {f32({3, 4}), f32({4, 5}), f32({3, 5})});
   add(OpKind::MatMul, "acc_tn", {f32({4, 3}), f32({4, 5}), f32({3, 5})}, {{"transpose_a", true}});
+  // Batched: leading axes broadcast as numpy.matmul; transposes act on the
+  // last two axes. b of rank 2 under a batched a takes the folded dB path.
+  add(OpKind::MatMul, "batch3x2", {f32({2, 3, 4}), f32({4, 5})});
+  add(OpKind::MatMul, "batch3x2_nt", {f32({2, 3, 4}), f32({5, 4})}, {{"transpose_b", true}});
+  add(OpKind::MatMul, "batch3x2_tn", {f32({2, 4, 3}), f32({4, 5})}, {{"transpose_a", true}});
+  add(OpKind::MatMul, "batch4x2_tt", {f32({2, 2, 4, 3}), f32({5, 4})},
+      {{"transpose_a", true}, {"transpose_b", true}});
+  add(OpKind::MatMul, "batch2x3", {f32({3, 4}), f32({2, 4, 5})});
+  add(OpKind::MatMul, "batch2x3_tt", {f32({4, 3}), f32({2, 5, 4})},
+      {{"transpose_a", true}, {"transpose_b", true}});
+  add(OpKind::MatMul, "batch4x4", {f32({2, 3, 2, 4}), f32({2, 3, 4, 2})});
+  add(OpKind::MatMul, "batch4x4_nt", {f32({2, 3, 2, 4}), f32({2, 3, 3, 4})},
+      {{"transpose_b", true}});
+  add(OpKind::MatMul, "bcast_size1", {f32({1, 3, 4}), f32({2, 4, 5})});
+  add(OpKind::MatMul, "bcast_both", {f32({2, 1, 3, 4}), f32({3, 4, 2})});
+  add(OpKind::MatMul, "bcast_tn", {f32({3, 1, 4, 3}), f32({1, 2, 4, 2})}, {{"transpose_a", true}});
+  add(OpKind::MatMul, "acc_batch", {f32({2, 3, 4}), f32({4, 5}), f32({2, 3, 5})});
 
   // Broadcasting binaries.
   for (OpKind k : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div}) {

@@ -122,6 +122,16 @@ TEST(OpFlops, MatMulCountsTwoMNK) {
   EXPECT_EQ(mm.flops(tops, {DType::F32, {3, 5}}, a), 2.0 * 3 * 4 * 5);
 }
 
+TEST(OpFlops, BatchedMatMulCountsEveryProduct) {
+  const OpInfo &mm = opInfo(OpKind::MatMul);
+  AttrMap a = {{"transpose_a", false}, {"transpose_b", false}};
+  std::vector<TensorType> ops = {{DType::F32, {6, 3, 4}}, {DType::F32, {4, 5}}};
+  EXPECT_EQ(mm.flops(ops, {DType::F32, {6, 3, 5}}, a), 2.0 * 6 * 3 * 4 * 5);
+  a["transpose_a"] = true;
+  std::vector<TensorType> tops = {{DType::F32, {2, 1, 4, 3}}, {DType::F32, {7, 4, 5}}};
+  EXPECT_EQ(mm.flops(tops, {DType::F32, {2, 7, 3, 5}}, a), 2.0 * 14 * 3 * 4 * 5);
+}
+
 TEST(OpFlops, EveryCaseHasNonNegativeFlopsAndCopyIsFree) {
   for (const opcases::OpCase &c : opcases::allOpCases()) {
     const OpInfo &r = opInfo(c.kind);

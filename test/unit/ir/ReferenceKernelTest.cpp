@@ -54,6 +54,27 @@ TEST(Reference, MatMulAllTransposes) {
              {58, 64, 139, 154});
 }
 
+TEST(Reference, BatchedMatMul) {
+  // a [2,2,3] x b [3,1]: two products with one b.
+  RefTensor a = tensor({2, 2, 3}, {1, 2, 3, 4, 5, 6, 1, 0, 0, 0, 1, 0});
+  RefTensor b = tensor({3, 1}, {1, 10, 100});
+  RefTensor y = eval(OpKind::MatMul, {a, b});
+  EXPECT_EQ(y.shape, (Shape{2, 2, 1}));
+  expectNear(y, {321, 654, 1, 10});
+  // a [2,3] x b [2,3,1] with transpose_b false: b's batch broadcasts a.
+  RefTensor a2 = tensor({2, 3}, {1, 2, 3, 4, 5, 6});
+  RefTensor b2 = tensor({2, 3, 1}, {1, 0, 0, 0, 0, 1});
+  expectNear(eval(OpKind::MatMul, {a2, b2}), {1, 4, 3, 6});
+  // Size-1 batch broadcasts: a [1,1,2] x b [3,2,1] -> [3,1,1].
+  RefTensor a3 = tensor({1, 1, 2}, {1, 2});
+  RefTensor b3 = tensor({3, 2, 1}, {1, 1, 2, 0, 0, 3});
+  expectNear(eval(OpKind::MatMul, {a3, b3}), {3, 2, 6});
+  // transpose_a on the last two axes, with the accumulator.
+  RefTensor at = tensor({2, 3, 2}, {1, 4, 2, 5, 3, 6, 1, 0, 0, 1, 0, 0});
+  RefTensor c = tensor({2, 2, 1}, {1, 2, 3, 4});
+  expectNear(eval(OpKind::MatMul, {at, b, c}, {{"transpose_a", true}}), {322, 656, 4, 14});
+}
+
 TEST(Reference, BroadcastingBinaries) {
   RefTensor col = tensor({2, 1}, {1, 2});
   RefTensor row = tensor({3}, {10, 20, 30});

@@ -99,9 +99,32 @@ TEST(ShapeRule, MatMul) {
   EXPECT_EQ(ruleError(OpKind::MatMul, {f32({100, 2}), f32({2, 3})}, {{"transpose_b", true}}),
             "shape mismatch: f32[100,2] x f32[2,3]");
   EXPECT_EQ(ruleError(OpKind::MatMul, {f32({2}), f32({2, 3})}),
-            "matmul needs rank-2 operands: f32[2] x f32[2,3]");
-  EXPECT_EQ(ruleError(OpKind::MatMul, {f32({2, 2, 2}), f32({2, 3})}),
-            "matmul needs rank-2 operands: f32[2,2,2] x f32[2,3]");
+            "matmul needs operands of rank >= 2: f32[2] x f32[2,3]");
+  EXPECT_EQ(ruleError(OpKind::MatMul, {f32({2, 3}), f32({})}),
+            "matmul needs operands of rank >= 2: f32[2,3] x f32[]");
+  EXPECT_EQ(ruleError(OpKind::MatMul, {f32({3, 4}), f32({3, 4}), f32({3, 4})}),
+            "shape mismatch: f32[3,4] x f32[3,4]");
+  EXPECT_EQ(ruleError(OpKind::MatMul, {f32({3, 4}), f32({4, 5}), f32({5, 3})}),
+            "matmul accumulator 'c' f32[5,3] does not match the product f32[3,5]");
+}
+
+TEST(ShapeRule, BatchedMatMul) {
+  // Leading axes broadcast as numpy.matmul; transposes act on the last two.
+  EXPECT_EQ(infer(OpKind::MatMul, {f32({2, 2, 2}), f32({2, 3})}), f32({2, 2, 3}));
+  EXPECT_EQ(infer(OpKind::MatMul, {f32({5, 2}), f32({4, 2, 3})}), f32({4, 5, 3}));
+  EXPECT_EQ(infer(OpKind::MatMul, {f32({7, 1, 5, 2}), f32({4, 2, 3})}), f32({7, 4, 5, 3}));
+  EXPECT_EQ(infer(OpKind::MatMul, {f32({1, 5, 2}), f32({6, 2, 3})}), f32({6, 5, 3}));
+  EXPECT_EQ(infer(OpKind::MatMul, {f32({6, 2, 5}), f32({6, 3, 2})},
+                  {{"transpose_a", true}, {"transpose_b", true}}),
+            f32({6, 5, 3}));
+  EXPECT_EQ(infer(OpKind::MatMul, {f32({6, 5, 2}), f32({2, 3}), f32({6, 5, 3})}),
+            f32({6, 5, 3}));
+  EXPECT_EQ(ruleError(OpKind::MatMul, {f32({2, 5, 2}), f32({3, 2, 3})}),
+            "matmul batch dimensions do not broadcast: f32[2,5,2] x f32[3,2,3]");
+  EXPECT_EQ(ruleError(OpKind::MatMul, {f32({2, 5, 2}), f32({2, 3, 3})}),
+            "shape mismatch: f32[2,5,2] x f32[2,3,3]");
+  EXPECT_EQ(ruleError(OpKind::MatMul, {f32({2, 5, 2}), f32({2, 3}), f32({5, 3})}),
+            "matmul accumulator 'c' f32[5,3] does not match the product f32[2,5,3]");
 }
 
 TEST(ShapeRule, Arity) {
