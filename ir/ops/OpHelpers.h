@@ -95,6 +95,29 @@ inline double geluDerivRef(double x) {
   return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))) + x * kInvSqrt2Pi * std::exp(-0.5 * x * x);
 }
 
+/// Gelu's tanh approximation, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+/// and its derivative.
+inline double geluTanhRef(double x) {
+  constexpr double kSqrt2OverPi = 0.79788456080286535588;
+  return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
+}
+inline double geluTanhDerivRef(double x) {
+  constexpr double kSqrt2OverPi = 0.79788456080286535588;
+  double t = std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x));
+  return 0.5 * (1.0 + t) +
+         0.5 * x * (1.0 - t * t) * kSqrt2OverPi * (1.0 + 3.0 * 0.044715 * x * x);
+}
+
+/// Whether gelu's `approximate` attribute asks for the tanh form; throws
+/// RuleError for anything but "none" and "tanh".
+inline bool geluUsesTanh(const AttrMap &attrs, const char *op) {
+  const std::string &mode = getString(attrs, "approximate");
+  if (mode == "none") return false;
+  if (mode == "tanh") return true;
+  throw RuleError(std::string(op) + " approximate must be \"none\" or \"tanh\", got \"" +
+                  mode + "\"");
+}
+
 /// Elements of a type, as a double (for flop counts).
 inline double elems(const TensorType &t) { return double(t.numElements()); }
 

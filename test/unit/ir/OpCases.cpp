@@ -133,12 +133,18 @@ std::vector<OpCase> buildCases() {
   add(OpKind::Scale, "value", {f32({2, 5})}, {{"value", 2.5}});
   add(OpKind::Scale, "negative", {f32({4})}, {{"value", -0.75}});
   add(OpKind::Gelu, "wide", {f32({16})}, {}, {range(-6.0, 6.0)});
+  add(OpKind::Gelu, "tanh_matrix", {f32({3, 4})}, {{"approximate", std::string("tanh")}});
+  add(OpKind::Gelu, "tanh_wide", {f32({16})}, {{"approximate", std::string("tanh")}},
+      {range(-6.0, 6.0)});
+  add(OpKind::Gelu, "none_explicit", {f32({2, 3})}, {{"approximate", std::string("none")}});
 
   // Backward ops (not differentiable): same-shape operands.
   add(OpKind::ReluGrad, "matrix", {f32({3, 4}), f32({3, 4})}, {}, {avoiding({0.0}, 0.05)});
   add(OpKind::ReluGrad, "scalar", {f32({}), f32({})}, {}, {avoiding({0.0}, 0.05)});
   add(OpKind::GeluGrad, "matrix", {f32({3, 4}), f32({3, 4})}, {}, {range(-4.0, 4.0)});
   add(OpKind::GeluGrad, "scalar", {f32({}), f32({})});
+  add(OpKind::GeluGrad, "tanh", {f32({3, 4}), f32({3, 4})}, {{"approximate", std::string("tanh")}},
+      {range(-4.0, 4.0)});
   add(OpKind::TanhGrad, "matrix", {f32({3, 4}), f32({3, 4})});
   add(OpKind::TanhGrad, "scalar", {f32({}), f32({})});
   add(OpKind::SigmoidGrad, "matrix", {f32({3, 4}), f32({3, 4})}, {}, {range(0.0, 1.0)});
@@ -231,6 +237,20 @@ std::vector<OpCase> buildCases() {
       {range(-3.0, 3.0), integers(0, 4)});
   add(OpKind::SoftmaxCrossEntropyGrad, "one_row", {f32({1, 3}), i32({1}), f32({})}, {},
       {InputSpec{}, integers(0, 2)});
+  // ignore_index: class 0 is ignored (the labels of these cases include some
+  // 0s and some other classes: test Reference.CrossEntropyCasesIgnoreRows).
+  add(OpKind::SoftmaxCrossEntropy, "ignored", {f32({8, 3}), i32({8})},
+      {{"ignore_index", int64_t(0)}}, {range(-3.0, 3.0), integers(0, 2)});
+  add(OpKind::SoftmaxCrossEntropyGrad, "ignored", {f32({8, 3}), i32({8}), f32({})},
+      {{"ignore_index", int64_t(0)}}, {range(-3.0, 3.0), integers(0, 2)});
+  // Logits [..., C] with labels [...].
+  add(OpKind::SoftmaxCrossEntropy, "rank3", {f32({2, 3, 4}), i32({2, 3})}, {},
+      {range(-3.0, 3.0), integers(0, 3)});
+  add(OpKind::SoftmaxCrossEntropy, "rank3_ignored", {f32({2, 4, 3}), i32({2, 4})},
+      {{"ignore_index", int64_t(2)}}, {range(-3.0, 3.0), integers(0, 2)});
+  add(OpKind::SoftmaxCrossEntropyGrad, "rank3", {f32({2, 3, 4}), i32({2, 3}), f32({})},
+      {{"ignore_index", int64_t(1)}}, {range(-3.0, 3.0), integers(0, 3)});
+
 
   // Device ops.
   add(OpKind::Copy, "matrix", {f32({3, 4})});

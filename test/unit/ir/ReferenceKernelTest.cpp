@@ -25,11 +25,15 @@ RefTensor tensor(Shape s, std::vector<double> v) {
 RefTensor eval(OpKind kind, std::vector<RefTensor> ins, AttrMap attrs = {}) {
   const OpInfo &info = opInfo(kind);
   AttrMap full = completeAttrs(info, std::move(attrs));
+  // Class labels are i32.
+  auto isI32 = [&](size_t i) {
+    if (kind == OpKind::SoftmaxCrossEntropy || kind == OpKind::SoftmaxCrossEntropyGrad)
+      return i == 1;
+    return false;
+  };
   std::vector<TensorType> types;
   for (const RefTensor &t : ins)
-    types.push_back({kind == OpKind::SoftmaxCrossEntropy && types.size() == 1 ? DType::I32
-                                                                              : DType::F32,
-                     t.shape});
+    types.push_back({isI32(types.size()) ? DType::I32 : DType::F32, t.shape});
   RefTensor out(info.infer(types, full).shape);
   std::vector<RefTensor *> ptrs;
   for (RefTensor &t : ins) ptrs.push_back(&t);
@@ -101,6 +105,17 @@ TEST(Reference, Activations) {
   // gelu'(0) = 0.5; gelu'(1) = Phi(1) + phi(1) = 0.8413447460685429 + 0.24197072451914337.
   expectNear(eval(OpKind::GeluGrad, {tensor({2}, {0, 1}), tensor({2}, {2, 1})}),
              {1.0, 0.8413447460685429 + 0.24197072451914337}, 1e-15);
+  // torch.nn.functional.gelu(x, approximate="tanh").
+  AttrMap tanh = {{"approximate", std::string("tanh")}};
+  expectNear(eval(OpKind::Gelu, {tensor({4}, {1, -1, 0, 2})}, tanh),
+             {0.8411919906082768, -0.15880800939172324, 0, 1.954597694087775}, 1e-15);
+  // The tanh form's derivative: 0.5 at 0, and a central difference at 0.7.
+  double h = 1e-6, at = 0.7;
+  double fd = (eval(OpKind::Gelu, {tensor({1}, {at + h})}, tanh).data[0] -
+               eval(OpKind::Gelu, {tensor({1}, {at - h})}, tanh).data[0]) /
+              (2 * h);
+  expectNear(eval(OpKind::GeluGrad, {tensor({2}, {0, at}), tensor({2}, {3, 1})}, tanh),
+             {1.5, fd}, 1e-9);
 }
 
 TEST(Reference, Reductions) {
@@ -181,8 +196,49 @@ TEST(Reference, Losses) {
   RefTensor dy = tensor({}, {2});
   RefTensor out({2, 2});
   std::vector<RefTensor *> ops = {&logits, &labels, &dy};
-  g.reference(ops, {}, out);
+  g.reference(ops, completeAttrs(g, {}), out);
   expectNear(out, {0.25, -0.25, -0.5, 0.5});
+}
+
+TEST(Reference, CrossEntropyIgnoresRows) {
+  RefTensor logits = tensor({3, 2}, {0, std::log(3.0), 5, 5, 1, 2});
+  // Row 2's label is ignore_index (-100 by default) and is not range-checked.
+  RefTensor labels = tensor({3}, {1, 0, -100});
+  expectNear(eval(OpKind::SoftmaxCrossEntropy, {logits, labels}),
+             {-(std::log(0.75) + std::log(0.5)) / 2});
+  RefTensor dy = tensor({}, {2});
+  expectNear(eval(OpKind::SoftmaxCrossEntropyGrad, {logits, labels, dy}),
+             {0.25, -0.25, -0.5, 0.5, 0, 0});
+  // Another ignore_index: the row labelled 0 is left out; -100 is now a label.
+  AttrMap ignore0 = {{"ignore_index", int64_t(0)}};
+  RefTensor labels2 = tensor({3}, {1, 0, 1});
+  double p2 = std::exp(2.0) / (std::exp(1.0) + std::exp(2.0));
+  expectNear(eval(OpKind::SoftmaxCrossEntropy, {logits, labels2}, ignore0),
+             {-(std::log(0.75) + std::log(p2)) / 2}, 1e-12);
+  EXPECT_THROW(eval(OpKind::SoftmaxCrossEntropy, {logits, labels}, ignore0), UserError);
+  // Every row ignored: the mean of nothing is NaN (as PyTorch), the gradient zero.
+  RefTensor none = tensor({3}, {-100, -100, -100});
+  EXPECT_TRUE(std::isnan(eval(OpKind::SoftmaxCrossEntropy, {logits, none}).data[0]));
+  expectNear(eval(OpKind::SoftmaxCrossEntropyGrad, {logits, none, dy}), {0, 0, 0, 0, 0, 0});
+  // Logits [2,1,2] with labels [2,1]: the same rows.
+  RefTensor l3 = tensor({2, 1, 2}, {0, std::log(3.0), 5, 5});
+  expectNear(eval(OpKind::SoftmaxCrossEntropy, {l3, tensor({2, 1}, {1, 0})}),
+             {-(std::log(0.75) + std::log(0.5)) / 2});
+}
+
+TEST(Reference, CrossEntropyCasesIgnoreRows) {
+  // The "ignored" cases of the table really mix ignored and counted rows.
+  for (OpKind k : {OpKind::SoftmaxCrossEntropy, OpKind::SoftmaxCrossEntropyGrad})
+    for (const opcases::OpCase *c : opcases::casesFor(k)) {
+      AttrMap attrs = opcases::fullAttrs(*c);
+      int64_t ignore = getInt(attrs, "ignore_index");
+      if (ignore < 0) continue;
+      std::vector<RefTensor> in = opcases::makeInputs(*c);
+      int ignored = 0;
+      for (double v : in[1].data) ignored += v == double(ignore);
+      EXPECT_GT(ignored, 0) << c->name();
+      EXPECT_LT(ignored, int(in[1].data.size())) << c->name();
+    }
 }
 
 TEST(Reference, LabelOutOfRangeIsAUserError) {
@@ -192,13 +248,13 @@ TEST(Reference, LabelOutOfRangeIsAUserError) {
   RefTensor out(Shape{});
   std::vector<RefTensor *> ops = {&logits, &labels};
   try {
-    ce.reference(ops, {}, out);
+    ce.reference(ops, completeAttrs(ce, {}), out);
     FAIL() << "expected UserError";
   } catch (const UserError &e) {
     EXPECT_EQ(e.message(), "label 3 out of range [0, 3)");
   }
   labels.data = {-1, 0};
-  EXPECT_THROW(ce.reference(ops, {}, out), UserError);
+  EXPECT_THROW(ce.reference(ops, completeAttrs(ce, {}), out), UserError);
 }
 
 class ReferenceCase : public ::testing::TestWithParam<const opcases::OpCase *> {};

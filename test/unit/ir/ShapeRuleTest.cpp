@@ -165,6 +165,18 @@ TEST(ShapeRule, UnaryAndBackwardOps) {
             "shape mismatch: f32[2,3] x f32[2,1]");
 }
 
+TEST(ShapeRule, GeluApproximate) {
+  using S = std::string;
+  EXPECT_EQ(infer(OpKind::Gelu, {f32({2})}, {{"approximate", S("tanh")}}), f32({2}));
+  EXPECT_EQ(infer(OpKind::Gelu, {f32({2})}, {{"approximate", S("none")}}), f32({2}));
+  EXPECT_EQ(ruleError(OpKind::Gelu, {f32({2})}, {{"approximate", S("erf")}}),
+            "gelu approximate must be \"none\" or \"tanh\", got \"erf\"");
+  EXPECT_EQ(ruleError(OpKind::GeluGrad, {f32({2}), f32({2})}, {{"approximate", S("Tanh")}}),
+            "gelu_grad approximate must be \"none\" or \"tanh\", got \"Tanh\"");
+  EXPECT_EQ(ruleError(OpKind::Gelu, {f32({2})}, {{"approximate", true}}),
+            "attribute 'approximate' of op 'gelu' must be string, got bool");
+}
+
 TEST(ShapeRule, Reductions) {
   using V = std::vector<int64_t>;
   EXPECT_EQ(infer(OpKind::Sum, {f32({2, 3, 4})}), f32({}));
@@ -302,7 +314,14 @@ TEST(ShapeRule, Losses) {
             "shape mismatch: f32[100,1] x f32[100]");
   EXPECT_EQ(infer(OpKind::SoftmaxCrossEntropy, {f32({8, 10}), i32({8})}), f32({}));
   EXPECT_EQ(ruleError(OpKind::SoftmaxCrossEntropy, {f32({8, 10}), i32({7})}),
-            "shape mismatch: f32[8,10] x i32[7] (expected logits f32[N,C] and labels i32[N])");
+            "shape mismatch: f32[8,10] x i32[7] (expected logits f32[N,C] and labels i32[N], "
+            "or f32[...,C] and i32[...])");
+  EXPECT_EQ(infer(OpKind::SoftmaxCrossEntropy, {f32({2, 8, 10}), i32({2, 8})},
+                  {{"ignore_index", int64_t(0)}}),
+            f32({}));
+  EXPECT_NE(ruleError(OpKind::SoftmaxCrossEntropy, {f32({2, 8, 10}), i32({8, 2})}), "");
+  EXPECT_NE(ruleError(OpKind::SoftmaxCrossEntropy, {f32({2, 8, 10}), i32({16})}), "");
+  EXPECT_NE(ruleError(OpKind::SoftmaxCrossEntropy, {f32({10}), i32({})}), "");
   std::string e = ruleError(OpKind::SoftmaxCrossEntropy, {f32({8, 10}), f32({8})});
   EXPECT_NE(e.find("'labels' must be i32, got f32[8]"), std::string::npos) << e;
   EXPECT_EQ(ruleError(OpKind::SoftmaxCrossEntropy, {f32({8, 0}), i32({8})}),
