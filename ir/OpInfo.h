@@ -106,6 +106,8 @@ void addReduceOps(std::vector<OpInfo> &table);
 void addShapeOps(std::vector<OpInfo> &table);
 void addSoftmaxOps(std::vector<OpInfo> &table);
 void addLossOps(std::vector<OpInfo> &table);
+void addNormOps(std::vector<OpInfo> &table);
+void addEmbeddingOps(std::vector<OpInfo> &table);
 void addDeviceOps(std::vector<OpInfo> &table);
 void addOptimizerOps(std::vector<OpInfo> &table);
 

@@ -28,6 +28,8 @@ std::vector<OpInfo> buildTable() {
   addShapeOps(records);
   addSoftmaxOps(records);
   addLossOps(records);
+  addNormOps(records);
+  addEmbeddingOps(records);
   addDeviceOps(records);
   addOptimizerOps(records);
 

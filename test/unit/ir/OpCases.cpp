@@ -222,6 +222,13 @@ std::vector<OpCase> buildCases() {
   add(OpKind::SoftmaxGrad, "last", {f32({3, 5}), f32({3, 5})}, {}, {range(0.0, 1.0)});
   add(OpKind::SoftmaxGrad, "first", {f32({3, 5}), f32({3, 5})}, {{"axis", int64_t(0)}},
       {range(0.0, 1.0)});
+  // causal_mask: square, wide and tall (non-square) matrices, batched.
+  add(OpKind::CausalMask, "square", {f32({3, 3})});
+  add(OpKind::CausalMask, "wide", {f32({2, 3, 5})});
+  add(OpKind::CausalMask, "tall", {f32({5, 3})});
+  add(OpKind::CausalMask, "rank4", {f32({2, 1, 3, 3})});
+  add(OpKind::CausalMask, "value", {f32({3, 4})}, {{"value", -5.0}});
+  add(OpKind::CausalMask, "one_column", {f32({2, 4, 1})});
 
   // Losses.
   add(OpKind::MseLoss, "matrix", {f32({4, 3}), f32({4, 3})});
@@ -251,6 +258,32 @@ std::vector<OpCase> buildCases() {
   add(OpKind::SoftmaxCrossEntropyGrad, "rank3", {f32({2, 3, 4}), i32({2, 3}), f32({})},
       {{"ignore_index", int64_t(1)}}, {range(-3.0, 3.0), integers(0, 3)});
 
+  // layer_norm: D = 1 (every x normalises to 0) and larger, rank 1 to 3.
+  add(OpKind::LayerNorm, "rows", {f32({3, 5}), f32({5}), f32({5})});
+  add(OpKind::LayerNorm, "d1", {f32({4, 1}), f32({1}), f32({1})});
+  add(OpKind::LayerNorm, "rank3", {f32({2, 3, 4}), f32({4}), f32({4})});
+  add(OpKind::LayerNorm, "vector", {f32({6}), f32({6}), f32({6})});
+  add(OpKind::LayerNorm, "eps", {f32({2, 3}), f32({3}), f32({3})}, {{"eps", 0.1}});
+  add(OpKind::LayerNormGrad, "rows", {f32({3, 5}), f32({5}), f32({3, 5})});
+  add(OpKind::LayerNormGrad, "d1", {f32({4, 1}), f32({1}), f32({4, 1})});
+  add(OpKind::LayerNormGrad, "rank3", {f32({2, 3, 4}), f32({4}), f32({2, 3, 4})},
+      {{"eps", 0.01}});
+  add(OpKind::LayerNormGammaGrad, "rows", {f32({3, 5}), f32({3, 5})});
+  add(OpKind::LayerNormGammaGrad, "d1", {f32({4, 1}), f32({4, 1})});
+  add(OpKind::LayerNormGammaGrad, "rank3", {f32({2, 3, 4}), f32({2, 3, 4})});
+
+  // embedding: ids of several ranks, more ids than rows (repeated ids).
+  add(OpKind::Embedding, "matrix", {i32({3, 4}), f32({5, 3})}, {}, {integers(0, 4)});
+  add(OpKind::Embedding, "repeated", {i32({8}), f32({3, 2})}, {}, {integers(0, 2)});
+  add(OpKind::Embedding, "scalar_ids", {i32({}), f32({4, 3})}, {}, {integers(0, 3)});
+  add(OpKind::Embedding, "rank3", {i32({2, 2, 3}), f32({6, 4})}, {}, {integers(0, 5)});
+  add(OpKind::Embedding, "one_row", {i32({5}), f32({1, 3})}, {}, {integers(0, 0)});
+  add(OpKind::EmbeddingGrad, "repeated", {i32({8}), f32({8, 2})}, {{"num_embeddings", int64_t(3)}},
+      {integers(0, 2)});
+  add(OpKind::EmbeddingGrad, "matrix", {i32({2, 3}), f32({2, 3, 4})},
+      {{"num_embeddings", int64_t(5)}}, {integers(0, 4)});
+  add(OpKind::EmbeddingGrad, "unused_rows", {i32({2}), f32({2, 3})},
+      {{"num_embeddings", int64_t(6)}}, {integers(0, 5)});
 
   // Device ops.
   add(OpKind::Copy, "matrix", {f32({3, 4})});

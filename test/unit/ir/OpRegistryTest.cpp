@@ -54,8 +54,11 @@ TEST(OpRegistry, AttributesAreDocumentedAndTyped) {
 }
 
 TEST(OpRegistry, NonDifferentiableOpsAreTheBackwardAndUpdateOps) {
-  std::set<std::string> expected = {"relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad", "softmax_grad",
-                                    "softmax_cross_entropy_grad", "sgd_update",
+  std::set<std::string> expected = {"relu_grad",       "gelu_grad",
+                                    "tanh_grad",       "sigmoid_grad",
+                                    "softmax_grad",    "softmax_cross_entropy_grad",
+                                    "layer_norm_grad", "layer_norm_gamma_grad",
+                                    "embedding_grad",  "sgd_update",
                                     "adam_update"};
   std::set<std::string> actual;
   for (const OpInfo &r : allOps())

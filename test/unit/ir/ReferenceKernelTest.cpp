@@ -25,11 +25,11 @@ RefTensor tensor(Shape s, std::vector<double> v) {
 RefTensor eval(OpKind kind, std::vector<RefTensor> ins, AttrMap attrs = {}) {
   const OpInfo &info = opInfo(kind);
   AttrMap full = completeAttrs(info, std::move(attrs));
-  // Class labels are i32.
+  // Class labels and embedding ids are i32.
   auto isI32 = [&](size_t i) {
     if (kind == OpKind::SoftmaxCrossEntropy || kind == OpKind::SoftmaxCrossEntropyGrad)
       return i == 1;
-    return false;
+    return (kind == OpKind::Embedding || kind == OpKind::EmbeddingGrad) && i == 0;
   };
   std::vector<TensorType> types;
   for (const RefTensor &t : ins)
@@ -116,6 +116,78 @@ TEST(Reference, Activations) {
               (2 * h);
   expectNear(eval(OpKind::GeluGrad, {tensor({2}, {0, at}), tensor({2}, {3, 1})}, tanh),
              {1.5, fd}, 1e-9);
+}
+
+TEST(Reference, CausalMask) {
+  RefTensor x = tensor({2, 3}, {1, 2, 3, 4, 5, 6});
+  // Row i keeps columns j <= i.
+  expectNear(eval(OpKind::CausalMask, {x}), {1, -1e9, -1e9, 4, 5, -1e9});
+  RefTensor tall = tensor({3, 2}, {1, 2, 3, 4, 5, 6});
+  expectNear(eval(OpKind::CausalMask, {tall}, {{"value", 0.0}}), {1, 0, 3, 4, 5, 6});
+  RefTensor batch = tensor({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  expectNear(eval(OpKind::CausalMask, {batch}, {{"value", -7.0}}), {1, -7, 3, 4, 5, -7, 7, 8});
+}
+
+TEST(Reference, LayerNorm) {
+  // Row [1,2,3]: mean 2, biased variance 2/3.
+  RefTensor x = tensor({2, 3}, {1, 2, 3, 5, 5, 5});
+  RefTensor gamma = tensor({3}, {1, 2, -1}), beta = tensor({3}, {0, 1, 0.5});
+  double eps = 1e-5, r = 1 / std::sqrt(2.0 / 3 + eps);
+  // A constant row normalises to 0: the result is beta.
+  expectNear(eval(OpKind::LayerNorm, {x, gamma, beta}),
+             {-r, 1, 0.5 - r, 0, 1, 0.5}, 1e-12);
+  double r2 = 1 / std::sqrt(2.0 / 3 + 0.5);
+  expectNear(eval(OpKind::LayerNorm, {x, gamma, beta}, {{"eps", 0.5}}),
+             {-r2, 1, 0.5 - r2, 0, 1, 0.5}, 1e-12);
+  // D = 1: every x normalises to 0.
+  expectNear(eval(OpKind::LayerNorm, {tensor({2, 1}, {3, -4}), tensor({1}, {2}),
+                                      tensor({1}, {0.25})}),
+             {0.25, 0.25});
+  // dgamma = sum over rows of dy * xhat; dx of each row sums to zero.
+  RefTensor dy = tensor({2, 3}, {1, 1, 1, 2, 0, -1});
+  expectNear(eval(OpKind::LayerNormGammaGrad, {x, dy}), {-r, 0, r}, 1e-12);
+  RefTensor dx = eval(OpKind::LayerNormGrad, {x, gamma, dy});
+  EXPECT_NEAR(dx.data[0] + dx.data[1] + dx.data[2], 0, 1e-12);
+  EXPECT_NEAR(dx.data[3] + dx.data[4] + dx.data[5], 0, 1e-12);
+}
+
+TEST(Reference, EmbeddingGathersAndScattersInOrder) {
+  RefTensor table = tensor({3, 2}, {1, 2, 3, 4, 5, 6});
+  RefTensor ids = tensor({2, 2}, {2, 0, 2, 1});
+  RefTensor y = eval(OpKind::Embedding, {ids, table});
+  EXPECT_EQ(y.shape, (Shape{2, 2, 2}));
+  expectNear(y, {5, 6, 1, 2, 5, 6, 3, 4});
+  expectNear(eval(OpKind::Embedding, {tensor({}, {1}), table}), {3, 4});
+  // Repeated ids add up; row 3 is never named and stays zero.
+  RefTensor dy = tensor({2, 2, 2}, {1, 10, 2, 20, 3, 30, 4, 40});
+  RefTensor g = eval(OpKind::EmbeddingGrad, {ids, dy}, {{"num_embeddings", int64_t(4)}});
+  EXPECT_EQ(g.shape, (Shape{4, 2}));
+  expectNear(g, {2, 20, 4, 40, 4, 40, 0, 0});
+}
+
+TEST(Reference, EmbeddingIdOutOfRangeIsAUserError) {
+  RefTensor table = tensor({3, 2}, {1, 2, 3, 4, 5, 6});
+  auto message = [&](OpKind kind, RefTensor ids, RefTensor second, AttrMap attrs) {
+    const OpInfo &info = opInfo(kind);
+    std::vector<TensorType> types = {{DType::I32, ids.shape}, {DType::F32, second.shape}};
+    RefTensor out(info.infer(types, completeAttrs(info, attrs)).shape);
+    std::vector<RefTensor *> ops = {&ids, &second};
+    try {
+      info.reference(ops, completeAttrs(info, attrs), out);
+    } catch (const UserError &e) {
+      return e.message();
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(OpKind::Embedding, tensor({2, 3}, {0, 1, 2, 1, 3, 0}), table, {}),
+            "embedding id 3 at ids[1,1] out of range [0, 3)");
+  EXPECT_EQ(message(OpKind::Embedding, tensor({2}, {-1, 0}), table, {}),
+            "embedding id -1 at ids[0] out of range [0, 3)");
+  EXPECT_EQ(message(OpKind::Embedding, tensor({}, {7}), table, {}),
+            "embedding id 7 at ids[] out of range [0, 3)");
+  EXPECT_EQ(message(OpKind::EmbeddingGrad, tensor({2}, {0, 5}), tensor({2, 2}, {1, 2, 3, 4}),
+                    {{"num_embeddings", int64_t(5)}}),
+            "embedding id 5 at ids[1] out of range [0, 5)");
 }
 
 TEST(Reference, Reductions) {

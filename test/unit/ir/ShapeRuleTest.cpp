@@ -134,6 +134,8 @@ TEST(ShapeRule, Arity) {
   EXPECT_EQ(ruleError(OpKind::SgdUpdate, {f32({2})}, {{"lr", 0.1}}),
             "op 'sgd_update' takes 2 to 4 operand(s), got 1");
   EXPECT_EQ(ruleError(OpKind::Concat, {}), "op 'concat' takes 1 to 64 operand(s), got 0");
+  EXPECT_EQ(ruleError(OpKind::LayerNorm, {f32({2, 3}), f32({3})}),
+            "op 'layer_norm' takes 3 operand(s), got 2");
 }
 
 TEST(ShapeRule, VariadicOpRecord) {
@@ -306,6 +308,59 @@ TEST(ShapeRule, Softmax) {
             "log_softmax needs rank >= 1, got f32[]");
   EXPECT_EQ(ruleError(OpKind::SoftmaxGrad, {f32({2, 5}), f32({5, 2})}),
             "shape mismatch: f32[2,5] x f32[5,2]");
+}
+
+TEST(ShapeRule, CausalMask) {
+  EXPECT_EQ(infer(OpKind::CausalMask, {f32({3, 5})}), f32({3, 5}));
+  EXPECT_EQ(infer(OpKind::CausalMask, {f32({2, 4, 5, 3})}, {{"value", -1.0}}),
+            f32({2, 4, 5, 3}));
+  EXPECT_EQ(ruleError(OpKind::CausalMask, {f32({3})}),
+            "causal_mask needs x of rank >= 2 (rows and columns), got f32[3]");
+  std::string e = ruleError(OpKind::CausalMask, {i32({3, 3})});
+  EXPECT_NE(e.find("causal_mask operand 'x' must be f32, got i32[3,3]"), std::string::npos) << e;
+}
+
+TEST(ShapeRule, LayerNorm) {
+  EXPECT_EQ(infer(OpKind::LayerNorm, {f32({4, 5}), f32({5}), f32({5})}), f32({4, 5}));
+  EXPECT_EQ(infer(OpKind::LayerNorm, {f32({2, 3, 1}), f32({1}), f32({1})}, {{"eps", 0.5}}),
+            f32({2, 3, 1}));
+  EXPECT_EQ(ruleError(OpKind::LayerNorm, {f32({4, 5}), f32({4}), f32({5})}),
+            "layer_norm operand 'gamma' must be f32[5] (the last axis of x): shape mismatch: "
+            "f32[4,5] x f32[4]");
+  EXPECT_EQ(ruleError(OpKind::LayerNorm, {f32({4, 5}), f32({5}), f32({1, 5})}),
+            "layer_norm operand 'beta' must be f32[5] (the last axis of x): shape mismatch: "
+            "f32[4,5] x f32[1,5]");
+  EXPECT_EQ(ruleError(OpKind::LayerNorm, {f32({}), f32({1}), f32({1})}),
+            "layer_norm needs x of rank >= 1, got f32[]");
+  EXPECT_EQ(ruleError(OpKind::LayerNorm, {f32({4, 5}), f32({5}), f32({5})}, {{"eps", -1.0}}),
+            "layer_norm eps must be >= 0, got -1");
+  std::string e = ruleError(OpKind::LayerNorm, {f32({4, 5}), i32({5}), f32({5})});
+  EXPECT_NE(e.find("layer_norm operand 'gamma' must be f32, got i32[5]"), std::string::npos) << e;
+  EXPECT_EQ(infer(OpKind::LayerNormGrad, {f32({4, 5}), f32({5}), f32({4, 5})}), f32({4, 5}));
+  EXPECT_EQ(ruleError(OpKind::LayerNormGrad, {f32({4, 5}), f32({5}), f32({5, 4})}),
+            "shape mismatch: f32[4,5] x f32[5,4]");
+  EXPECT_EQ(infer(OpKind::LayerNormGammaGrad, {f32({2, 4, 5}), f32({2, 4, 5})}), f32({5}));
+  EXPECT_EQ(ruleError(OpKind::LayerNormGammaGrad, {f32({4, 5}), f32({4, 1})}),
+            "shape mismatch: f32[4,5] x f32[4,1]");
+}
+
+TEST(ShapeRule, Embedding) {
+  EXPECT_EQ(infer(OpKind::Embedding, {i32({2, 7}), f32({10, 4})}), f32({2, 7, 4}));
+  EXPECT_EQ(infer(OpKind::Embedding, {i32({}), f32({10, 4})}), f32({4}));
+  EXPECT_EQ(ruleError(OpKind::Embedding, {i32({2, 7}), f32({10})}),
+            "embedding operand 'table' must be f32[V,D], got f32[10] (ids i32[2,7])");
+  std::string e = ruleError(OpKind::Embedding, {f32({2}), f32({10, 4})});
+  EXPECT_NE(e.find("embedding operand 'ids' must be i32, got f32[2]"), std::string::npos) << e;
+  AttrMap v10 = {{"num_embeddings", int64_t(10)}};
+  EXPECT_EQ(infer(OpKind::EmbeddingGrad, {i32({2, 7}), f32({2, 7, 4})}, v10), f32({10, 4}));
+  EXPECT_EQ(ruleError(OpKind::EmbeddingGrad, {i32({2, 7}), f32({2, 4})}, v10),
+            "shape mismatch: i32[2,7] x f32[2,4] (expected dy of the ids' shape plus one axis, "
+            "f32[...,D])");
+  EXPECT_EQ(ruleError(OpKind::EmbeddingGrad, {i32({2}), f32({2, 4})}),
+            "missing required attribute 'num_embeddings' for op 'embedding_grad'");
+  EXPECT_EQ(ruleError(OpKind::EmbeddingGrad, {i32({2}), f32({2, 4})},
+                      {{"num_embeddings", int64_t(-1)}}),
+            "embedding_grad num_embeddings must be >= 0, got -1");
 }
 
 TEST(ShapeRule, Losses) {
