@@ -33,14 +33,9 @@ AttrMap completeAttrs(const OpInfo &info, AttrMap attrs) {
 TensorType inferNodeType(const OpInfo &info, const std::vector<Node *> &inputs,
                          const AttrMap &attrs) {
   int n = int(inputs.size());
-  if (n < info.minArity || n > info.maxArity()) {
-    std::string expected = info.minArity == info.maxArity()
-                               ? std::to_string(info.minArity)
-                               : std::to_string(info.minArity) + " to " +
-                                     std::to_string(info.maxArity());
-    throw RuleError("op '" + std::string(info.name) + "' takes " + expected +
+  if (!info.acceptsArity(n))
+    throw RuleError("op '" + std::string(info.name) + "' takes " + info.arityText() +
                     " operand(s), got " + std::to_string(n));
-  }
   std::vector<TensorType> types;
   types.reserve(inputs.size());
   for (const Node *in : inputs) types.push_back(in->type);

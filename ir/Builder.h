@@ -49,11 +49,14 @@ public:
   Node *reshape(Node *a, Shape shape) {
     return create(OpKind::Reshape, {a}, {{"shape", std::move(shape)}});
   }
-  Node *slice(Node *a, int64_t axis, int64_t start, int64_t stop) {
-    return create(OpKind::Slice, {a}, {{"axis", axis}, {"start", start}, {"stop", stop}});
+  Node *slice(Node *a, int64_t axis, int64_t start, int64_t end) {
+    return create(OpKind::Slice, {a}, {{"axis", axis}, {"start", start}, {"end", end}});
   }
   Node *concat(Node *a, Node *b, int64_t axis) {
     return create(OpKind::Concat, {a, b}, {{"axis", axis}});
+  }
+  Node *concat(std::vector<Node *> parts, int64_t axis) {
+    return create(OpKind::Concat, std::move(parts), {{"axis", axis}});
   }
   Node *sum(Node *a, std::vector<int64_t> axes, bool keepdims) {
     return create(OpKind::Sum, {a}, {{"axes", std::move(axes)}, {"keepdims", keepdims}});

@@ -688,15 +688,12 @@ private:
               expectString((*ij)[k], child(ptr + "/inputs", k), "operand of " + who));
       }
       int n = int(p.operandNames.size());
-      if (n < info->minArity || n > info->maxArity()) {
-        std::string expected = info->minArity == info->maxArity()
-                                   ? std::to_string(info->minArity)
-                                   : std::to_string(info->minArity) + " to " +
-                                         std::to_string(info->maxArity());
+      if (!info->acceptsArity(n)) {
         std::string names = info->operands.empty() ? "" : " (" + joinList(info->operands) + ")";
+        if (info->variadic) names = " (" + info->operandName(0) + ", ...)";
         fail(find(obj, "inputs") ? ptr + "/inputs" : ptr,
-             "wrong arity in " + who + ": takes " + expected + " operand(s)" + names + ", got " +
-                 std::to_string(n));
+             "wrong arity in " + who + ": takes " + info->arityText() + " operand(s)" + names +
+                 ", got " + std::to_string(n));
       }
       if (const json *aj = find(obj, "attrs")) {
         std::string ap = ptr + "/attrs";

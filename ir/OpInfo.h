@@ -63,6 +63,9 @@ struct OpInfo {
   const char *doc;    ///< one line for `mpc ops` and docs/ops.md
   std::vector<std::string> operands; ///< operand names, in order
   int minArity = 0;                  ///< operands beyond minArity are optional
+  /// The last name in `operands` repeats: the op takes from minArity up to
+  /// kMaxVariadicArity operands (concat's x0, x1, ...).
+  bool variadic = false;
   std::vector<AttrSpec> attrs;
   InferFn infer = nullptr;
   GradFn grad = nullptr; ///< nullptr: not differentiable (see docs/ops.md)
@@ -74,9 +77,19 @@ struct OpInfo {
   unsigned traits = 0;
   std::vector<int> mutatedOperands; ///< operands an optimizer op updates in place
 
-  int maxArity() const { return int(operands.size()); }
+  /// The most operands the op takes; kMaxVariadicArity for a variadic op.
+  int maxArity() const { return variadic ? kMaxVariadicArity : int(operands.size()); }
+  bool acceptsArity(int n) const { return n >= minArity && n <= maxArity(); }
+  /// "2", "2 to 4", "1 to 64": how many operands the op takes, for messages.
+  std::string arityText() const;
+  /// The name of operand `i` ("x3" for the repeated operand of a variadic op).
+  std::string operandName(size_t i) const;
   bool has(OpTrait t) const { return (traits & t) != 0; }
   const AttrSpec *findAttr(const std::string &name) const;
+
+  /// The most operands of a variadic op: the plan format's bound on the
+  /// operand count of an op signature (runtime/plan/PlanReader.cpp).
+  static constexpr int kMaxVariadicArity = 64;
 };
 
 /// The record of `kind`; every kind has exactly one.
@@ -93,6 +106,8 @@ void addReduceOps(std::vector<OpInfo> &table);
 void addShapeOps(std::vector<OpInfo> &table);
 void addSoftmaxOps(std::vector<OpInfo> &table);
 void addLossOps(std::vector<OpInfo> &table);
+void addNormOps(std::vector<OpInfo> &table);
+void addEmbeddingOps(std::vector<OpInfo> &table);
 void addDeviceOps(std::vector<OpInfo> &table);
 void addOptimizerOps(std::vector<OpInfo> &table);
 

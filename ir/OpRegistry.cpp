@@ -28,6 +28,8 @@ std::vector<OpInfo> buildTable() {
   addShapeOps(records);
   addSoftmaxOps(records);
   addLossOps(records);
+  addNormOps(records);
+  addEmbeddingOps(records);
   addDeviceOps(records);
   addOptimizerOps(records);
 
@@ -41,6 +43,8 @@ std::vector<OpInfo> buildTable() {
                                           std::string(r.name));
     MPC_ASSERT(r.infer && r.reference, "op record without shape rule or reference: " +
                                            std::string(r.name));
+    MPC_ASSERT(!r.variadic || !r.operands.empty(),
+               "variadic op record without an operand to repeat: " + std::string(r.name));
     ++seen[k];
   }
   for (size_t k = 0; k < kNumOps; ++k) {
@@ -62,6 +66,17 @@ const AttrSpec *OpInfo::findAttr(const std::string &n) const {
   for (const AttrSpec &a : attrs)
     if (a.name == n) return &a;
   return nullptr;
+}
+
+std::string OpInfo::arityText() const {
+  if (minArity == maxArity()) return std::to_string(minArity);
+  return std::to_string(minArity) + " to " + std::to_string(maxArity());
+}
+
+std::string OpInfo::operandName(size_t i) const {
+  if (variadic && !operands.empty() && i + 1 >= operands.size())
+    return operands.back() + std::to_string(i + 1 - operands.size());
+  return i < operands.size() ? operands[i] : std::to_string(i);
 }
 
 const OpInfo &opInfo(OpKind kind) { return table()[size_t(kind)]; }

@@ -111,13 +111,8 @@ private:
       }
     }
     int arity = int(n.inputs.size());
-    if (arity < info.minArity || arity > info.maxArity()) {
-      report(n, "takes " +
-                    (info.minArity == info.maxArity()
-                         ? std::to_string(info.minArity)
-                         : std::to_string(info.minArity) + " to " +
-                               std::to_string(info.maxArity())) +
-                    " operand(s), has " + std::to_string(arity));
+    if (!info.acceptsArity(arity)) {
+      report(n, "takes " + info.arityText() + " operand(s), has " + std::to_string(arity));
       ok = false;
     }
     for (const auto &[k, v] : n.attrs) {

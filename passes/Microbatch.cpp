@@ -25,9 +25,9 @@
 //      replicas uses (the loss, an output, a node computed once) is the sum of
 //      its replicas, scaled by 1/M for a mean. This is the one place where a
 //      mean loss is rescaled; autodiff carries the 1/M into each replica's
-//      backward. Batched outputs are the replicas joined along axis 0
-//      (concat). Both keep the original node's name, so `loss` is still the
-//      full-batch loss and outputs keep their names.
+//      backward. Batched outputs are the replicas joined along axis 0 (one
+//      concat, chained past 64 micro-batches). Both keep the original node's
+//      name, so `loss` is still the full-batch loss and outputs keep theirs.
 //   4. The original batched nodes are erased.
 // Running the pass on a split graph, or with M = 1, changes nothing.
 //
@@ -164,7 +164,7 @@ private:
             rep[in] = b.create(ir::OpKind::Slice, {in},
                                {{"axis", int64_t(0)},
                                 {"start", k * rows},
-                                {"stop", (k + 1) * rows}},
+                                {"end", (k + 1) * rows}},
                                in->name + suffix);
             rep[in]->microbatch = int(k);
           }
@@ -213,13 +213,23 @@ private:
       Builder b(g_);
       b.device = n->device;
       Node *acc = replicas_[0].at(n);
-      for (int64_t k = 1; k < m_; ++k) {
-        Node *part = replicas_[size_t(k)].at(n);
-        if (cls_.at(n) == BatchClass::Reduced)
-          acc = b.create(ir::OpKind::Add, {acc, part}, {}, n->name + ".acc" + std::to_string(k));
-        else
-          acc = b.create(ir::OpKind::Concat, {acc, part}, {{"axis", int64_t(0)}},
-                         n->name + ".cat" + std::to_string(k));
+      if (cls_.at(n) == BatchClass::Reduced) {
+        for (int64_t k = 1; k < m_; ++k)
+          acc = b.create(ir::OpKind::Add, {acc, replicas_[size_t(k)].at(n)}, {},
+                         n->name + ".acc" + std::to_string(k));
+      } else {
+        // One concat of the replicas in micro-batch order (a chain of
+        // concats of at most kMaxVariadicArity operands each when M is larger).
+        const size_t most = size_t(ir::OpInfo::kMaxVariadicArity);
+        acc = nullptr;
+        int64_t k = 0;
+        for (int piece = 0; k < m_; ++piece) {
+          std::vector<Node *> parts;
+          if (acc) parts.push_back(acc);
+          while (parts.size() < most && k < m_) parts.push_back(replicas_[size_t(k++)].at(n));
+          acc = b.create(ir::OpKind::Concat, parts, {{"axis", int64_t(0)}},
+                         n->name + ".cat" + (piece ? std::to_string(piece) : ""));
+        }
       }
       if (cls_.at(n) == BatchClass::Reduced && combine_.at(n) == ir::BatchCombine::Mean)
         acc = b.scale(acc, 1.0 / double(m_));

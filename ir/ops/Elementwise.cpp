@@ -79,6 +79,11 @@ OpInfo backward(OpKind k, const char *name, const char *doc, std::vector<std::st
   return r;
 }
 
+AttrSpec geluApproximateAttr() {
+  return attr("approximate", AttrType::String, std::string("none"),
+              "\"none\": the exact erf form; \"tanh\": the tanh approximation");
+}
+
 } // namespace
 
 void addElementwiseOps(std::vector<OpInfo> &t) {
@@ -172,14 +177,26 @@ void addElementwiseOps(std::vector<OpInfo> &t) {
         unaryRef(o, out, [](double x) { return std::tanh(x); });
       },
       flopsPerElement<4>));
-  t.push_back(unary(
-      OpKind::Gelu, "gelu", "exact gelu: 0.5 x (1 + erf(x / sqrt(2)))",
-      [](TypeOps o, const AttrMap &) { return inferUnary("gelu", o); },
-      [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
-        return {b.create(OpKind::GeluGrad, {n.inputs[0], dy})};
-      },
-      [](RefOps o, const AttrMap &, RefTensor &out) { unaryRef(o, out, geluRef); },
-      flopsPerElement<8>));
+  {
+    OpInfo r = unary(
+        OpKind::Gelu, "gelu",
+        "gelu: exact 0.5 x (1 + erf(x / sqrt(2))), or with approximate \"tanh\" "
+        "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
+        [](TypeOps o, const AttrMap &a) {
+          geluUsesTanh(a, "gelu");
+          return inferUnary("gelu", o);
+        },
+        [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
+          return {b.create(OpKind::GeluGrad, {n.inputs[0], dy},
+                           {{"approximate", getString(n.attrs, "approximate")}})};
+        },
+        [](RefOps o, const AttrMap &a, RefTensor &out) {
+          unaryRef(o, out, geluUsesTanh(a, "gelu") ? geluTanhRef : geluRef);
+        },
+        flopsPerElement<8>);
+    r.attrs = {geluApproximateAttr()};
+    t.push_back(std::move(r));
+  }
   t.push_back(unary(
       OpKind::Exp, "exp", "e^x",
       [](TypeOps o, const AttrMap &) { return inferUnary("exp", o); },
@@ -208,13 +225,24 @@ void addElementwiseOps(std::vector<OpInfo> &t) {
       [](RefOps o, const AttrMap &, RefTensor &out) {
         binaryRef(o, out, [](double x, double dy) { return x > 0 ? dy : 0.0; });
       }));
-  t.push_back(backward(
-      OpKind::GeluGrad, "gelu_grad", "dy * gelu'(x): the gradient of gelu (not differentiable)",
-      {"x", "dy"}, [](TypeOps o, const AttrMap &) { return inferBackward("gelu_grad", o); },
-      [](RefOps o, const AttrMap &, RefTensor &out) {
-        binaryRef(o, out, [](double x, double dy) { return dy * geluDerivRef(x); });
-      },
-      flopsPerElement<12>));
+  {
+    OpInfo r = backward(
+        OpKind::GeluGrad, "gelu_grad",
+        "dy * gelu'(x), exact or of the tanh form as approximate says: the gradient of gelu "
+        "(not differentiable)",
+        {"x", "dy"},
+        [](TypeOps o, const AttrMap &a) {
+          geluUsesTanh(a, "gelu_grad");
+          return inferBackward("gelu_grad", o);
+        },
+        [](RefOps o, const AttrMap &a, RefTensor &out) {
+          double (*deriv)(double) = geluUsesTanh(a, "gelu_grad") ? geluTanhDerivRef : geluDerivRef;
+          binaryRef(o, out, [deriv](double x, double dy) { return dy * deriv(x); });
+        },
+        flopsPerElement<12>);
+    r.attrs = {geluApproximateAttr()};
+    t.push_back(std::move(r));
+  }
   t.push_back(backward(
       OpKind::TanhGrad, "tanh_grad",
       "dy * (1 - y * y) with y = tanh(x): the gradient of tanh from its result "

@@ -1,9 +1,11 @@
 //===- ir/ops/Loss.cpp - mse_loss and softmax_cross_entropy --------------===//
 //
 // Losses reduce to an f32 scalar (a mean, as torch's default reduction).
-// softmax_cross_entropy takes integer class labels (i32[N]) and fuses
-// log_softmax with the negative log-likelihood; its gradient is the separate
-// op softmax_cross_entropy_grad, which is not differentiable itself.
+// softmax_cross_entropy takes integer class labels (i32[N], or i32[...] for
+// logits f32[..., C]) and fuses log_softmax with the negative log-likelihood;
+// rows labelled ignore_index are left out of the mean, as in PyTorch. Its
+// gradient is the separate op softmax_cross_entropy_grad, which is not
+// differentiable itself.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ops/OpHelpers.h"
@@ -24,15 +26,28 @@ TensorType inferMse(TypeOps ops, const AttrMap &) {
   return {DType::F32, {}};
 }
 
-/// Checks logits f32[N,C] (C >= 1) and labels i32[N].
+/// Checks logits f32[..., C] (rank >= 2, C >= 1) and labels i32[...] (the
+/// logits' shape without its last axis).
 void checkLogitsLabels(const char *op, const TensorType &logits, const TensorType &labels) {
   requireDType(logits, DType::F32, op, "logits");
   requireDType(labels, DType::I32, op, "labels");
-  if (logits.rank() != 2 || labels.rank() != 1 || logits.shape[0] != labels.shape[0])
+  if (logits.rank() < 2 || labels.rank() != logits.rank() - 1 ||
+      !std::equal(labels.shape.begin(), labels.shape.end(), logits.shape.begin()))
     throw RuleError("shape mismatch: " + pairStr(logits, labels) +
-                    " (expected logits f32[N,C] and labels i32[N])");
-  if (logits.shape[1] < 1)
+                    " (expected logits f32[N,C] and labels i32[N], or f32[...,C] and i32[...])");
+  if (logits.shape.back() < 1)
     throw RuleError(std::string(op) + " needs at least one class, got " + logits.str());
+}
+
+/// Rows (all axes but the classes) and classes of the logits.
+std::pair<int64_t, int64_t> rowsAndClasses(const RefTensor &logits) {
+  int64_t c = logits.shape.back();
+  return {c > 0 ? int64_t(logits.data.size()) / c : 0, c};
+}
+
+/// Whether row n's label is `ignore_index` (the row is left out of the mean).
+bool ignoredAt(const RefTensor &labels, int64_t n, int64_t ignoreIndex) {
+  return labels.data[size_t(n)] == double(ignoreIndex);
 }
 
 /// The class index of label n, checked against [0, C).
@@ -56,6 +71,11 @@ void logSoftmaxRow(const RefTensor &logits, int64_t n, int64_t c, std::vector<do
   double lse = mx + std::log(sum);
   row.resize(size_t(c));
   for (int64_t j = 0; j < c; ++j) row[size_t(j)] = x[j] - lse;
+}
+
+AttrSpec ignoreIndexAttr() {
+  return attr("ignore_index", AttrType::Int, int64_t(-100),
+              "rows whose label equals it are left out of the mean (not range-checked)");
 }
 
 /// A mean over the batch (and, for mse_loss, over the other axes): every
@@ -98,27 +118,35 @@ void addLossOps(std::vector<OpInfo> &t) {
   }
   {
     OpInfo r = makeOp(OpKind::SoftmaxCrossEntropy, "softmax_cross_entropy", "Loss",
-                      "mean over rows of -log_softmax(logits)[n, labels[n]]: an f32 scalar",
+                      "mean over the rows whose label is not ignore_index of "
+                      "-log_softmax(logits)[n, labels[n]]: an f32 scalar",
                       {"logits", "labels"});
+    r.attrs = {ignoreIndexAttr()};
     r.infer = [](TypeOps o, const AttrMap &) {
       checkLogitsLabels("softmax_cross_entropy", o[0], o[1]);
       return TensorType{DType::F32, {}};
     };
     r.grad = [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
-      return {b.create(OpKind::SoftmaxCrossEntropyGrad, {n.inputs[0], n.inputs[1], dy}),
+      return {b.create(OpKind::SoftmaxCrossEntropyGrad, {n.inputs[0], n.inputs[1], dy},
+                       {{"ignore_index", getInt(n.attrs, "ignore_index")}}),
               nullptr};
     };
-    r.reference = [](RefOps o, const AttrMap &, RefTensor &out) {
+    r.reference = [](RefOps o, const AttrMap &a, RefTensor &out) {
       const RefTensor &logits = *o[0], &labels = *o[1];
-      int64_t rows = logits.shape[0], c = logits.shape[1];
+      auto [rows, c] = rowsAndClasses(logits);
+      int64_t ignore = getInt(a, "ignore_index");
       std::vector<double> row;
       double s = 0;
+      int64_t counted = 0;
       for (int64_t n = 0; n < rows; ++n) {
+        if (ignoredAt(labels, n, ignore)) continue;
         int64_t label = labelAt(labels, n, c);
         logSoftmaxRow(logits, n, c, row);
         s -= row[size_t(label)];
+        ++counted;
       }
-      out.data[0] = s / double(rows);
+      // No row counted: 0 / 0, NaN as in PyTorch.
+      out.data[0] = s / double(counted);
     };
     r.flops = flopsPerInput<5>;
     r.batch = batchMeanLoss;
@@ -126,9 +154,10 @@ void addLossOps(std::vector<OpInfo> &t) {
   }
   {
     OpInfo r = makeOp(OpKind::SoftmaxCrossEntropyGrad, "softmax_cross_entropy_grad", "Loss",
-                      "dy * (softmax(logits) - onehot(labels)) / N: the gradient of "
-                      "softmax_cross_entropy (not differentiable)",
+                      "dy * (softmax(logits) - onehot(labels)) / (rows not ignored), zero on "
+                      "ignored rows: the gradient of softmax_cross_entropy (not differentiable)",
                       {"logits", "labels", "dy"});
+    r.attrs = {ignoreIndexAttr()};
     r.infer = [](TypeOps o, const AttrMap &) {
       checkLogitsLabels("softmax_cross_entropy_grad", o[0], o[1]);
       requireDType(o[2], DType::F32, "softmax_cross_entropy_grad", "dy");
@@ -137,12 +166,17 @@ void addLossOps(std::vector<OpInfo> &t) {
                         o[2].str());
       return o[0];
     };
-    r.reference = [](RefOps o, const AttrMap &, RefTensor &out) {
+    r.reference = [](RefOps o, const AttrMap &a, RefTensor &out) {
       const RefTensor &logits = *o[0], &labels = *o[1];
-      int64_t rows = logits.shape[0], c = logits.shape[1];
-      double g = o[2]->data[0] / double(rows);
+      auto [rows, c] = rowsAndClasses(logits);
+      int64_t ignore = getInt(a, "ignore_index");
+      int64_t counted = 0;
+      for (int64_t n = 0; n < rows; ++n) counted += ignoredAt(labels, n, ignore) ? 0 : 1;
+      if (counted == 0) return; // every row ignored: the gradient is zero
+      double g = o[2]->data[0] / double(counted);
       std::vector<double> row;
       for (int64_t n = 0; n < rows; ++n) {
+        if (ignoredAt(labels, n, ignore)) continue; // stays zero
         int64_t label = labelAt(labels, n, c);
         logSoftmaxRow(logits, n, c, row);
         for (int64_t j = 0; j < c; ++j)

@@ -35,8 +35,7 @@ inline void requireDType(const TensorType &t, DType want, const char *op,
 /// Throws unless every operand is f32.
 inline void requireAllF32(std::span<const TensorType> ops, const OpInfo &info) {
   for (size_t i = 0; i < ops.size(); ++i)
-    requireDType(ops[i], DType::F32, info.name,
-                 i < info.operands.size() ? info.operands[i] : std::to_string(i));
+    requireDType(ops[i], DType::F32, info.name, info.operandName(i));
 }
 
 /// Throws "shape mismatch: A x B" unless `a` and `b` have the same type.
@@ -94,6 +93,29 @@ inline double geluRef(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt
 inline double geluDerivRef(double x) {
   constexpr double kInvSqrt2Pi = 0.39894228040143267794;
   return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))) + x * kInvSqrt2Pi * std::exp(-0.5 * x * x);
+}
+
+/// Gelu's tanh approximation, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+/// and its derivative.
+inline double geluTanhRef(double x) {
+  constexpr double kSqrt2OverPi = 0.79788456080286535588;
+  return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
+}
+inline double geluTanhDerivRef(double x) {
+  constexpr double kSqrt2OverPi = 0.79788456080286535588;
+  double t = std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x));
+  return 0.5 * (1.0 + t) +
+         0.5 * x * (1.0 - t * t) * kSqrt2OverPi * (1.0 + 3.0 * 0.044715 * x * x);
+}
+
+/// Whether gelu's `approximate` attribute asks for the tanh form; throws
+/// RuleError for anything but "none" and "tanh".
+inline bool geluUsesTanh(const AttrMap &attrs, const char *op) {
+  const std::string &mode = getString(attrs, "approximate");
+  if (mode == "none") return false;
+  if (mode == "tanh") return true;
+  throw RuleError(std::string(op) + " approximate must be \"none\" or \"tanh\", got \"" +
+                  mode + "\"");
 }
 
 /// Elements of a type, as a double (for flop counts).

@@ -3,8 +3,8 @@
 // Ops that move or create data without arithmetic: reshape (row-major, one
 // dimension may be -1 and is inferred), transpose (a permutation of the axes,
 // [] reversing them), fill (an f32 constant of a given shape, no operands),
-// slice (the range [start, stop) along one axis) and concat (two operands
-// joined along one axis). slice and concat also carry i32 labels.
+// slice (the range [start, end) along one axis) and concat (any number of
+// operands joined along one axis). slice and concat also carry i32 labels.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ops/OpHelpers.h"
@@ -96,21 +96,21 @@ void requireF32OrI32(const TensorType &t, const char *op, const char *operand) {
                     t.str());
 }
 
-/// The normalised axis, start and stop of a slice of `x`, checked.
+/// The normalised axis, start and end of a slice of `x`, checked.
 struct SliceRange {
-  int64_t axis = 0, start = 0, stop = 0;
+  int64_t axis = 0, start = 0, end = 0;
 };
 SliceRange sliceOf(const TensorType &x, const AttrMap &attrs) {
   SliceRange r;
   r.axis = axisOf(getInt(attrs, "axis"), x, "slice");
   r.start = getInt(attrs, "start");
-  r.stop = getInt(attrs, "stop");
+  r.end = getInt(attrs, "end");
   int64_t dim = x.shape[size_t(r.axis)];
-  if (r.start < 0 || r.start >= r.stop || r.stop > dim)
-    throw RuleError("slice start " + std::to_string(r.start) + ", stop " +
-                    std::to_string(r.stop) + " out of range for axis " +
+  if (r.start < 0 || r.start >= r.end || r.end > dim)
+    throw RuleError("slice start " + std::to_string(r.start) + ", end " +
+                    std::to_string(r.end) + " out of range for axis " +
                     std::to_string(getInt(attrs, "axis")) + " of " + x.str() +
-                    ": needs 0 <= start < stop <= " + std::to_string(dim));
+                    ": needs 0 <= start < end <= " + std::to_string(dim));
   return r;
 }
 
@@ -119,7 +119,7 @@ TensorType inferSlice(TypeOps ops, const AttrMap &attrs) {
   requireF32OrI32(x, "slice", "x");
   SliceRange r = sliceOf(x, attrs);
   Shape out = x.shape;
-  out[size_t(r.axis)] = r.stop - r.start;
+  out[size_t(r.axis)] = r.end - r.start;
   return {x.dtype, out};
 }
 
@@ -128,7 +128,7 @@ void refSlice(RefOps ops, const AttrMap &attrs, RefTensor &out) {
   // The dtype does not matter to the reference: values are doubles either way.
   SliceRange r = sliceOf(TensorType{DType::F32, x.shape}, attrs);
   AxisSplit s = splitAt(x.shape, r.axis);
-  int64_t len = r.stop - r.start;
+  int64_t len = r.end - r.start;
   for (int64_t o = 0; o < s.outer; ++o)
     for (int64_t j = 0; j < len; ++j)
       for (int64_t i = 0; i < s.inner; ++i)
@@ -136,43 +136,69 @@ void refSlice(RefOps ops, const AttrMap &attrs, RefTensor &out) {
             x.data[size_t((o * s.size + r.start + j) * s.inner + i)];
 }
 
-/// The normalised concat axis of `a` and `b`; checks that they agree.
-int64_t concatAxisOf(const TensorType &a, const TensorType &b, const AttrMap &attrs) {
+/// The normalised concat axis of the operands; checks that they agree with
+/// the first one (dtype, rank, every dimension but the axis).
+int64_t concatAxisOf(TypeOps ops, const AttrMap &attrs) {
   int64_t attrAxis = getInt(attrs, "axis");
+  const TensorType &a = ops[0];
   int64_t axis = axisOf(attrAxis, a, "concat");
-  if (a.dtype != b.dtype)
-    throw RuleError("concat operands differ in dtype: " + pairStr(a, b));
-  bool same = a.rank() == b.rank();
-  for (int64_t i = 0; same && i < a.rank(); ++i)
-    same = i == axis || a.shape[size_t(i)] == b.shape[size_t(i)];
-  if (!same)
-    throw RuleError("concat shape mismatch outside axis " + std::to_string(attrAxis) + ": " +
-                    pairStr(a, b));
+  for (size_t k = 1; k < ops.size(); ++k) {
+    const TensorType &b = ops[k];
+    if (a.dtype != b.dtype)
+      throw RuleError("concat operands differ in dtype: " + pairStr(a, b));
+    bool same = a.rank() == b.rank();
+    for (int64_t i = 0; same && i < a.rank(); ++i)
+      same = i == axis || a.shape[size_t(i)] == b.shape[size_t(i)];
+    if (!same)
+      throw RuleError("concat shape mismatch outside axis " + std::to_string(attrAxis) + ": " +
+                      pairStr(a, b) + " (operands x0 and x" + std::to_string(k) + ")");
+  }
   return axis;
 }
 
 TensorType inferConcat(TypeOps ops, const AttrMap &attrs) {
-  requireF32OrI32(ops[0], "concat", "a");
-  requireF32OrI32(ops[1], "concat", "b");
-  int64_t axis = concatAxisOf(ops[0], ops[1], attrs);
+  for (size_t k = 0; k < ops.size(); ++k) {
+    std::string name = std::string("x").append(std::to_string(k));
+    requireF32OrI32(ops[k], "concat", name.c_str());
+  }
+  int64_t axis = concatAxisOf(ops, attrs);
   Shape out = ops[0].shape;
-  out[size_t(axis)] += ops[1].shape[size_t(axis)];
+  out[size_t(axis)] = 0;
+  for (const TensorType &t : ops) {
+    int64_t len = t.shape[size_t(axis)];
+    if (len > kMaxElements - out[size_t(axis)])
+      throw RuleError("concat result has too many elements along axis " +
+                      std::to_string(getInt(attrs, "axis")));
+    out[size_t(axis)] += len;
+  }
   requireValidShape(out, "concat");
   return {ops[0].dtype, out};
 }
 
 void refConcat(RefOps ops, const AttrMap &attrs, RefTensor &out) {
-  const RefTensor &a = *ops[0], &b = *ops[1];
-  int64_t axis = concatAxisOf(TensorType{DType::F32, a.shape}, TensorType{DType::F32, b.shape},
-                              attrs);
-  AxisSplit sa = splitAt(a.shape, axis), sb = splitAt(b.shape, axis);
-  int64_t len = sa.size + sb.size;
-  for (int64_t o = 0; o < sa.outer; ++o)
-    for (int64_t j = 0; j < len; ++j)
-      for (int64_t i = 0; i < sa.inner; ++i)
-        out.data[size_t((o * len + j) * sa.inner + i)] =
-            j < sa.size ? a.data[size_t((o * sa.size + j) * sa.inner + i)]
-                        : b.data[size_t((o * sb.size + j - sa.size) * sb.inner + i)];
+  std::vector<TensorType> types;
+  for (const RefTensor *t : ops) types.push_back(TensorType{DType::F32, t->shape});
+  int64_t axis = concatAxisOf(types, attrs);
+  AxisSplit so = splitAt(out.shape, axis);
+  // Operand by operand: each fills its band [offset, offset + len) of the axis.
+  int64_t offset = 0;
+  for (const RefTensor *t : ops) {
+    AxisSplit st = splitAt(t->shape, axis);
+    for (int64_t o = 0; o < st.outer; ++o)
+      for (int64_t j = 0; j < st.size; ++j)
+        for (int64_t i = 0; i < st.inner; ++i)
+          out.data[size_t((o * so.size + offset + j) * so.inner + i)] =
+              t->data[size_t((o * st.size + j) * st.inner + i)];
+    offset += st.size;
+  }
+}
+
+/// Slicing or joining along any axis but axis 0 keeps the batch's rows
+/// independent (the row-wise rule checks that every operand holds them).
+BatchResult batchAwayFromAxis0(const BatchQuery &q, const char *op) {
+  if (normalizeAxis(getInt(q.attrs, "axis"), q.operands[0].rank()) == 0)
+    throw RuleError(std::string(op) + " along axis 0, the batch axis");
+  return rowwiseBatchRule(q);
 }
 
 } // namespace
@@ -245,30 +271,34 @@ void addShapeOps(std::vector<OpInfo> &t) {
   }
   {
     OpInfo r = makeOp(OpKind::Slice, "slice", "Shape",
-                      "the elements [start, stop) of x along axis (f32 or i32)", {"x"});
+                      "the elements [start, end) of x along axis (f32 or i32)", {"x"});
     r.attrs = {attr("axis", AttrType::Int, int64_t(0),
                     "the sliced axis; negative counts from the end"),
-               attr("start", AttrType::Int, std::nullopt, "the first index kept"),
-               attr("stop", AttrType::Int, std::nullopt, "one past the last index kept")};
+               attr("start", AttrType::Int, std::nullopt,
+                    "the first index kept, in [0, end)"),
+               attr("end", AttrType::Int, std::nullopt,
+                    "one past the last index kept, in (start, x.shape[axis]]")};
     r.infer = inferSlice;
+    r.batch = [](const BatchQuery &q) { return batchAwayFromAxis0(q, "it slices"); };
     r.grad = [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
       const TensorType &x = n.inputs[0]->type;
       if (x.dtype != DType::F32) return {nullptr};
       SliceRange s = sliceOf(x, n.attrs);
-      // dy placed back at [start, stop), zeros elsewhere.
-      Node *dx = dy;
+      // dy placed back at [start, end), zeros elsewhere: one concat.
+      std::vector<Node *> parts;
       if (s.start > 0) {
         Shape before = x.shape;
         before[size_t(s.axis)] = s.start;
-        dx = b.concat(b.fill(0.0, before), dx, s.axis);
+        parts.push_back(b.fill(0.0, before));
       }
+      parts.push_back(dy);
       int64_t dim = x.shape[size_t(s.axis)];
-      if (s.stop < dim) {
+      if (s.end < dim) {
         Shape after = x.shape;
-        after[size_t(s.axis)] = dim - s.stop;
-        dx = b.concat(dx, b.fill(0.0, after), s.axis);
+        after[size_t(s.axis)] = dim - s.end;
+        parts.push_back(b.fill(0.0, after));
       }
-      return {dx};
+      return {parts.size() == 1 ? dy : b.concat(parts, s.axis)};
     };
     r.reference = refSlice;
     r.flops = noFlops;
@@ -276,20 +306,31 @@ void addShapeOps(std::vector<OpInfo> &t) {
   }
   {
     OpInfo r = makeOp(OpKind::Concat, "concat", "Shape",
-                      "a and b joined along axis (both f32 or both i32)", {"a", "b"});
+                      "x0, x1, ... joined along axis in order (1 to 64 operands, all f32 or "
+                      "all i32)",
+                      {"x"});
+    r.variadic = true;
+    r.minArity = 1;
     r.attrs = {attr("axis", AttrType::Int, int64_t(0),
                     "the joining axis; negative counts from the end")};
     r.infer = inferConcat;
+    r.batch = [](const BatchQuery &q) { return batchAwayFromAxis0(q, "it joins"); };
     r.grad = [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
-      const TensorType &ta = n.inputs[0]->type, &tb = n.inputs[1]->type;
-      if (ta.dtype != DType::F32) return {nullptr, nullptr};
-      int64_t axis = concatAxisOf(ta, tb, n.attrs);
-      int64_t na = ta.shape[size_t(axis)], nb = tb.shape[size_t(axis)];
-      // A part of length 0 along the axis has no elements: its gradient is an
-      // empty constant (slice needs start < stop).
-      Node *da = na > 0 ? b.slice(dy, axis, 0, na) : b.fill(0.0, ta.shape);
-      Node *db = nb > 0 ? b.slice(dy, axis, na, na + nb) : b.fill(0.0, tb.shape);
-      return {da, db};
+      std::vector<TensorType> types;
+      for (const Node *in : n.inputs) types.push_back(in->type);
+      if (types[0].dtype != DType::F32) return std::vector<Node *>(n.inputs.size(), nullptr);
+      if (n.inputs.size() == 1) return {dy};
+      int64_t axis = concatAxisOf(types, n.attrs);
+      // One slice per operand; a part of length 0 along the axis has no
+      // elements: its gradient is an empty constant (slice needs start < end).
+      std::vector<Node *> g;
+      int64_t offset = 0;
+      for (const TensorType &t : types) {
+        int64_t len = t.shape[size_t(axis)];
+        g.push_back(len > 0 ? b.slice(dy, axis, offset, offset + len) : b.fill(0.0, t.shape));
+        offset += len;
+      }
+      return g;
     };
     r.reference = refConcat;
     r.flops = noFlops;

@@ -3,6 +3,8 @@
 // Normalisations along one axis, computed stably (the maximum along the axis
 // is subtracted before exponentiating). softmax_grad is softmax's backward
 // op, y * (dy - sum(dy * y, axis)); it is not differentiable itself.
+// causal_mask, the attention mask that feeds softmax, sets the entries above
+// the diagonal of the last two axes to a constant (-1e9: exp underflows to 0).
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ops/OpHelpers.h"
@@ -62,6 +64,28 @@ BatchResult batchAlongAxis(const BatchQuery &q) {
   return res;
 }
 
+TensorType inferCausalMask(TypeOps ops, const AttrMap &) {
+  requireDType(ops[0], DType::F32, "causal_mask", "x");
+  if (ops[0].rank() < 2)
+    throw RuleError("causal_mask needs x of rank >= 2 (rows and columns), got " + ops[0].str());
+  return ops[0];
+}
+
+/// out = x, with out[..., i, j] = value where j > i.
+void causalMaskRef(const RefTensor &x, double value, RefTensor &out) {
+  const size_t r = x.shape.size();
+  int64_t rows = x.shape[r - 2], cols = x.shape[r - 1];
+  int64_t per = rows * cols;
+  if (per == 0) return;
+  int64_t mats = int64_t(x.data.size()) / per;
+  for (int64_t m = 0; m < mats; ++m)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        size_t k = size_t(m * per + i * cols + j);
+        out.data[k] = j > i ? value : x.data[k];
+      }
+}
+
 } // namespace
 
 void addSoftmaxOps(std::vector<OpInfo> &t) {
@@ -95,6 +119,30 @@ void addSoftmaxOps(std::vector<OpInfo> &t) {
     };
     r.flops = flopsPerInput<5>;
     r.batch = batchAlongAxis;
+    t.push_back(std::move(r));
+  }
+  {
+    OpInfo r = makeOp(OpKind::CausalMask, "causal_mask", "Softmax",
+                      "x with x[..., i, j] = value where j > i (above the diagonal of the last "
+                      "two axes: row i, column j)",
+                      {"x"});
+    r.attrs = {attr("value", AttrType::Float, -1e9, "the value of the masked entries")};
+    r.infer = inferCausalMask;
+    r.grad = [](Builder &b, const Node &, Node *dy) -> std::vector<Node *> {
+      // dy where kept, 0 where masked.
+      return {b.create(OpKind::CausalMask, {dy}, {{"value", 0.0}})};
+    };
+    r.reference = [](RefOps o, const AttrMap &a, RefTensor &out) {
+      causalMaskRef(*o[0], getFloat(a, "value"), out);
+    };
+    r.flops = noFlops;
+    // The mask depends on the row index of axis -2: axis 0 must be another one.
+    r.batch = [](const BatchQuery &q) {
+      if (q.operands[0].rank() < 3)
+        throw RuleError("its rows (axis -2) are axis 0, the batch axis, and the mask depends "
+                        "on the row index");
+      return rowwiseBatchRule(q);
+    };
     t.push_back(std::move(r));
   }
   {

@@ -9,18 +9,24 @@
 #include "passes/PassRegistry.h"
 #include "tools/mpc/Commands.h"
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
 namespace mpc::tool {
 
 namespace {
+/// "a, b, c?": optional operands marked "?"; a variadic op lists its
+/// required operands and then "...": concat's "x0, ...".
 std::string operandList(const ir::OpInfo &op) {
   std::string s;
-  for (size_t i = 0; i < op.operands.size(); ++i) {
-    s += (i ? ", " : "") + op.operands[i];
+  size_t shown = op.variadic ? std::max(size_t(op.minArity), op.operands.size() - 1)
+                             : op.operands.size();
+  for (size_t i = 0; i < shown; ++i) {
+    s += (i ? ", " : "") + op.operandName(i);
     if (int(i) >= op.minArity) s += "?";
   }
+  if (op.variadic) s += shown ? ", ..." : "...";
   return s;
 }
 

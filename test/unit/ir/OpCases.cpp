@@ -87,6 +87,23 @@ std::vector<OpCase> buildCases() {
   // With the accumulator operand c: op(a) op(b) + c.
   add(OpKind::MatMul, "acc_nn", {f32({3, 4}), f32({4, 5}), f32({3, 5})});
   add(OpKind::MatMul, "acc_tn", {f32({4, 3}), f32({4, 5}), f32({3, 5})}, {{"transpose_a", true}});
+  // Batched: leading axes broadcast as numpy.matmul; transposes act on the
+  // last two axes. b of rank 2 under a batched a takes the folded dB path.
+  add(OpKind::MatMul, "batch3x2", {f32({2, 3, 4}), f32({4, 5})});
+  add(OpKind::MatMul, "batch3x2_nt", {f32({2, 3, 4}), f32({5, 4})}, {{"transpose_b", true}});
+  add(OpKind::MatMul, "batch3x2_tn", {f32({2, 4, 3}), f32({4, 5})}, {{"transpose_a", true}});
+  add(OpKind::MatMul, "batch4x2_tt", {f32({2, 2, 4, 3}), f32({5, 4})},
+      {{"transpose_a", true}, {"transpose_b", true}});
+  add(OpKind::MatMul, "batch2x3", {f32({3, 4}), f32({2, 4, 5})});
+  add(OpKind::MatMul, "batch2x3_tt", {f32({4, 3}), f32({2, 5, 4})},
+      {{"transpose_a", true}, {"transpose_b", true}});
+  add(OpKind::MatMul, "batch4x4", {f32({2, 3, 2, 4}), f32({2, 3, 4, 2})});
+  add(OpKind::MatMul, "batch4x4_nt", {f32({2, 3, 2, 4}), f32({2, 3, 3, 4})},
+      {{"transpose_b", true}});
+  add(OpKind::MatMul, "bcast_size1", {f32({1, 3, 4}), f32({2, 4, 5})});
+  add(OpKind::MatMul, "bcast_both", {f32({2, 1, 3, 4}), f32({3, 4, 2})});
+  add(OpKind::MatMul, "bcast_tn", {f32({3, 1, 4, 3}), f32({1, 2, 4, 2})}, {{"transpose_a", true}});
+  add(OpKind::MatMul, "acc_batch", {f32({2, 3, 4}), f32({4, 5}), f32({2, 3, 5})});
 
   // Broadcasting binaries.
   for (OpKind k : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div}) {
@@ -116,12 +133,18 @@ std::vector<OpCase> buildCases() {
   add(OpKind::Scale, "value", {f32({2, 5})}, {{"value", 2.5}});
   add(OpKind::Scale, "negative", {f32({4})}, {{"value", -0.75}});
   add(OpKind::Gelu, "wide", {f32({16})}, {}, {range(-6.0, 6.0)});
+  add(OpKind::Gelu, "tanh_matrix", {f32({3, 4})}, {{"approximate", std::string("tanh")}});
+  add(OpKind::Gelu, "tanh_wide", {f32({16})}, {{"approximate", std::string("tanh")}},
+      {range(-6.0, 6.0)});
+  add(OpKind::Gelu, "none_explicit", {f32({2, 3})}, {{"approximate", std::string("none")}});
 
   // Backward ops (not differentiable): same-shape operands.
   add(OpKind::ReluGrad, "matrix", {f32({3, 4}), f32({3, 4})}, {}, {avoiding({0.0}, 0.05)});
   add(OpKind::ReluGrad, "scalar", {f32({}), f32({})}, {}, {avoiding({0.0}, 0.05)});
   add(OpKind::GeluGrad, "matrix", {f32({3, 4}), f32({3, 4})}, {}, {range(-4.0, 4.0)});
   add(OpKind::GeluGrad, "scalar", {f32({}), f32({})});
+  add(OpKind::GeluGrad, "tanh", {f32({3, 4}), f32({3, 4})}, {{"approximate", std::string("tanh")}},
+      {range(-4.0, 4.0)});
   add(OpKind::TanhGrad, "matrix", {f32({3, 4}), f32({3, 4})});
   add(OpKind::TanhGrad, "scalar", {f32({}), f32({})});
   add(OpKind::SigmoidGrad, "matrix", {f32({3, 4}), f32({3, 4})}, {}, {range(0.0, 1.0)});
@@ -157,17 +180,17 @@ std::vector<OpCase> buildCases() {
   add(OpKind::Transpose, "size1", {f32({1, 3})}, {{"perm", std::vector<int64_t>{1, 0}}});
   add(OpKind::Fill, "matrix", {}, {{"value", 1.5}, {"shape", std::vector<int64_t>{2, 3}}});
   add(OpKind::Fill, "scalar", {}, {{"shape", std::vector<int64_t>{}}});
-  add(OpKind::Slice, "rows", {f32({4, 3})}, {{"start", int64_t(1)}, {"stop", int64_t(3)}});
+  add(OpKind::Slice, "rows", {f32({4, 3})}, {{"start", int64_t(1)}, {"end", int64_t(3)}});
   add(OpKind::Slice, "neg_axis", {f32({2, 5})},
-      {{"axis", int64_t(-1)}, {"start", int64_t(2)}, {"stop", int64_t(5)}});
+      {{"axis", int64_t(-1)}, {"start", int64_t(2)}, {"end", int64_t(5)}});
   add(OpKind::Slice, "rank3_axis1", {f32({2, 4, 3})},
-      {{"axis", int64_t(1)}, {"start", int64_t(1)}, {"stop", int64_t(3)}});
+      {{"axis", int64_t(1)}, {"start", int64_t(1)}, {"end", int64_t(3)}});
   add(OpKind::Slice, "head", {f32({2, 3, 2})},
-      {{"axis", int64_t(2)}, {"start", int64_t(0)}, {"stop", int64_t(1)}});
+      {{"axis", int64_t(2)}, {"start", int64_t(0)}, {"end", int64_t(1)}});
   add(OpKind::Slice, "whole", {f32({3, 2})},
-      {{"axis", int64_t(1)}, {"start", int64_t(0)}, {"stop", int64_t(2)}});
-  add(OpKind::Slice, "size1", {f32({1, 3})}, {{"start", int64_t(0)}, {"stop", int64_t(1)}});
-  add(OpKind::Slice, "labels", {i32({6})}, {{"start", int64_t(2)}, {"stop", int64_t(5)}},
+      {{"axis", int64_t(1)}, {"start", int64_t(0)}, {"end", int64_t(2)}});
+  add(OpKind::Slice, "size1", {f32({1, 3})}, {{"start", int64_t(0)}, {"end", int64_t(1)}});
+  add(OpKind::Slice, "labels", {i32({6})}, {{"start", int64_t(2)}, {"end", int64_t(5)}},
       {integers(0, 9)});
   add(OpKind::Concat, "rows", {f32({2, 3}), f32({1, 3})});
   add(OpKind::Concat, "neg_axis", {f32({2, 3}), f32({2, 2})}, {{"axis", int64_t(-1)}});
@@ -177,6 +200,16 @@ std::vector<OpCase> buildCases() {
   add(OpKind::Concat, "labels", {i32({3}), i32({4})}, {}, {integers(0, 9), integers(0, 9)});
   add(OpKind::Concat, "labels_rank2", {i32({2, 1}), i32({2, 3})}, {{"axis", int64_t(1)}},
       {integers(-5, 5), integers(0, 100)});
+  // Variadic: one operand (the identity) and three.
+  add(OpKind::Concat, "one", {f32({2, 3})});
+  add(OpKind::Concat, "one_axis1", {f32({2, 3})}, {{"axis", int64_t(1)}});
+  add(OpKind::Concat, "three", {f32({2, 3}), f32({1, 3}), f32({3, 3})});
+  add(OpKind::Concat, "three_last", {f32({2, 2, 1}), f32({2, 2, 3}), f32({2, 2, 2})},
+      {{"axis", int64_t(-1)}});
+  add(OpKind::Concat, "three_middle", {f32({2, 1, 3}), f32({2, 2, 3}), f32({2, 1, 3})},
+      {{"axis", int64_t(1)}});
+  add(OpKind::Concat, "labels3", {i32({2}), i32({1}), i32({3})}, {},
+      {integers(0, 9), integers(0, 9), integers(0, 9)});
 
   // Softmax family.
   for (OpKind k : {OpKind::Softmax, OpKind::LogSoftmax}) {
@@ -189,6 +222,13 @@ std::vector<OpCase> buildCases() {
   add(OpKind::SoftmaxGrad, "last", {f32({3, 5}), f32({3, 5})}, {}, {range(0.0, 1.0)});
   add(OpKind::SoftmaxGrad, "first", {f32({3, 5}), f32({3, 5})}, {{"axis", int64_t(0)}},
       {range(0.0, 1.0)});
+  // causal_mask: square, wide and tall (non-square) matrices, batched.
+  add(OpKind::CausalMask, "square", {f32({3, 3})});
+  add(OpKind::CausalMask, "wide", {f32({2, 3, 5})});
+  add(OpKind::CausalMask, "tall", {f32({5, 3})});
+  add(OpKind::CausalMask, "rank4", {f32({2, 1, 3, 3})});
+  add(OpKind::CausalMask, "value", {f32({3, 4})}, {{"value", -5.0}});
+  add(OpKind::CausalMask, "one_column", {f32({2, 4, 1})});
 
   // Losses.
   add(OpKind::MseLoss, "matrix", {f32({4, 3}), f32({4, 3})});
@@ -204,6 +244,46 @@ std::vector<OpCase> buildCases() {
       {range(-3.0, 3.0), integers(0, 4)});
   add(OpKind::SoftmaxCrossEntropyGrad, "one_row", {f32({1, 3}), i32({1}), f32({})}, {},
       {InputSpec{}, integers(0, 2)});
+  // ignore_index: class 0 is ignored (the labels of these cases include some
+  // 0s and some other classes: test Reference.CrossEntropyCasesIgnoreRows).
+  add(OpKind::SoftmaxCrossEntropy, "ignored", {f32({8, 3}), i32({8})},
+      {{"ignore_index", int64_t(0)}}, {range(-3.0, 3.0), integers(0, 2)});
+  add(OpKind::SoftmaxCrossEntropyGrad, "ignored", {f32({8, 3}), i32({8}), f32({})},
+      {{"ignore_index", int64_t(0)}}, {range(-3.0, 3.0), integers(0, 2)});
+  // Logits [..., C] with labels [...].
+  add(OpKind::SoftmaxCrossEntropy, "rank3", {f32({2, 3, 4}), i32({2, 3})}, {},
+      {range(-3.0, 3.0), integers(0, 3)});
+  add(OpKind::SoftmaxCrossEntropy, "rank3_ignored", {f32({2, 4, 3}), i32({2, 4})},
+      {{"ignore_index", int64_t(2)}}, {range(-3.0, 3.0), integers(0, 2)});
+  add(OpKind::SoftmaxCrossEntropyGrad, "rank3", {f32({2, 3, 4}), i32({2, 3}), f32({})},
+      {{"ignore_index", int64_t(1)}}, {range(-3.0, 3.0), integers(0, 3)});
+
+  // layer_norm: D = 1 (every x normalises to 0) and larger, rank 1 to 3.
+  add(OpKind::LayerNorm, "rows", {f32({3, 5}), f32({5}), f32({5})});
+  add(OpKind::LayerNorm, "d1", {f32({4, 1}), f32({1}), f32({1})});
+  add(OpKind::LayerNorm, "rank3", {f32({2, 3, 4}), f32({4}), f32({4})});
+  add(OpKind::LayerNorm, "vector", {f32({6}), f32({6}), f32({6})});
+  add(OpKind::LayerNorm, "eps", {f32({2, 3}), f32({3}), f32({3})}, {{"eps", 0.1}});
+  add(OpKind::LayerNormGrad, "rows", {f32({3, 5}), f32({5}), f32({3, 5})});
+  add(OpKind::LayerNormGrad, "d1", {f32({4, 1}), f32({1}), f32({4, 1})});
+  add(OpKind::LayerNormGrad, "rank3", {f32({2, 3, 4}), f32({4}), f32({2, 3, 4})},
+      {{"eps", 0.01}});
+  add(OpKind::LayerNormGammaGrad, "rows", {f32({3, 5}), f32({3, 5})});
+  add(OpKind::LayerNormGammaGrad, "d1", {f32({4, 1}), f32({4, 1})});
+  add(OpKind::LayerNormGammaGrad, "rank3", {f32({2, 3, 4}), f32({2, 3, 4})});
+
+  // embedding: ids of several ranks, more ids than rows (repeated ids).
+  add(OpKind::Embedding, "matrix", {i32({3, 4}), f32({5, 3})}, {}, {integers(0, 4)});
+  add(OpKind::Embedding, "repeated", {i32({8}), f32({3, 2})}, {}, {integers(0, 2)});
+  add(OpKind::Embedding, "scalar_ids", {i32({}), f32({4, 3})}, {}, {integers(0, 3)});
+  add(OpKind::Embedding, "rank3", {i32({2, 2, 3}), f32({6, 4})}, {}, {integers(0, 5)});
+  add(OpKind::Embedding, "one_row", {i32({5}), f32({1, 3})}, {}, {integers(0, 0)});
+  add(OpKind::EmbeddingGrad, "repeated", {i32({8}), f32({8, 2})}, {{"num_embeddings", int64_t(3)}},
+      {integers(0, 2)});
+  add(OpKind::EmbeddingGrad, "matrix", {i32({2, 3}), f32({2, 3, 4})},
+      {{"num_embeddings", int64_t(5)}}, {integers(0, 4)});
+  add(OpKind::EmbeddingGrad, "unused_rows", {i32({2}), f32({2, 3})},
+      {{"num_embeddings", int64_t(6)}}, {integers(0, 5)});
 
   // Device ops.
   add(OpKind::Copy, "matrix", {f32({3, 4})});

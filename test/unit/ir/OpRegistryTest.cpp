@@ -54,8 +54,11 @@ TEST(OpRegistry, AttributesAreDocumentedAndTyped) {
 }
 
 TEST(OpRegistry, NonDifferentiableOpsAreTheBackwardAndUpdateOps) {
-  std::set<std::string> expected = {"relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad", "softmax_grad",
-                                    "softmax_cross_entropy_grad", "sgd_update",
+  std::set<std::string> expected = {"relu_grad",       "gelu_grad",
+                                    "tanh_grad",       "sigmoid_grad",
+                                    "softmax_grad",    "softmax_cross_entropy_grad",
+                                    "layer_norm_grad", "layer_norm_gamma_grad",
+                                    "embedding_grad",  "sgd_update",
                                     "adam_update"};
   std::set<std::string> actual;
   for (const OpInfo &r : allOps())
@@ -90,6 +93,17 @@ TEST(OpRegistry, TraitsAndMutatedOperands) {
     }
 }
 
+TEST(OpRegistry, VariadicOps) {
+  std::set<std::string> variadic;
+  for (const OpInfo &r : allOps())
+    if (r.variadic) {
+      variadic.insert(r.name);
+      EXPECT_FALSE(r.operands.empty()) << r.name;
+      EXPECT_EQ(r.maxArity(), OpInfo::kMaxVariadicArity) << r.name;
+    }
+  EXPECT_EQ(variadic, std::set<std::string>{"concat"});
+}
+
 TEST(OpCoverage, EveryOpHasTestCases) {
   for (const OpInfo &r : allOps())
     EXPECT_FALSE(opcases::casesFor(r.kind).empty()) << "op '" << r.name << "' has no test case";
@@ -109,6 +123,16 @@ TEST(OpFlops, MatMulCountsTwoMNK) {
   std::vector<TensorType> tops = {{DType::F32, {4, 3}}, {DType::F32, {4, 5}}};
   a["transpose_a"] = true;
   EXPECT_EQ(mm.flops(tops, {DType::F32, {3, 5}}, a), 2.0 * 3 * 4 * 5);
+}
+
+TEST(OpFlops, BatchedMatMulCountsEveryProduct) {
+  const OpInfo &mm = opInfo(OpKind::MatMul);
+  AttrMap a = {{"transpose_a", false}, {"transpose_b", false}};
+  std::vector<TensorType> ops = {{DType::F32, {6, 3, 4}}, {DType::F32, {4, 5}}};
+  EXPECT_EQ(mm.flops(ops, {DType::F32, {6, 3, 5}}, a), 2.0 * 6 * 3 * 4 * 5);
+  a["transpose_a"] = true;
+  std::vector<TensorType> tops = {{DType::F32, {2, 1, 4, 3}}, {DType::F32, {7, 4, 5}}};
+  EXPECT_EQ(mm.flops(tops, {DType::F32, {2, 7, 3, 5}}, a), 2.0 * 14 * 3 * 4 * 5);
 }
 
 TEST(OpFlops, EveryCaseHasNonNegativeFlopsAndCopyIsFree) {

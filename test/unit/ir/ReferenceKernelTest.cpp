@@ -25,11 +25,15 @@ RefTensor tensor(Shape s, std::vector<double> v) {
 RefTensor eval(OpKind kind, std::vector<RefTensor> ins, AttrMap attrs = {}) {
   const OpInfo &info = opInfo(kind);
   AttrMap full = completeAttrs(info, std::move(attrs));
+  // Class labels and embedding ids are i32.
+  auto isI32 = [&](size_t i) {
+    if (kind == OpKind::SoftmaxCrossEntropy || kind == OpKind::SoftmaxCrossEntropyGrad)
+      return i == 1;
+    return (kind == OpKind::Embedding || kind == OpKind::EmbeddingGrad) && i == 0;
+  };
   std::vector<TensorType> types;
   for (const RefTensor &t : ins)
-    types.push_back({kind == OpKind::SoftmaxCrossEntropy && types.size() == 1 ? DType::I32
-                                                                              : DType::F32,
-                     t.shape});
+    types.push_back({isI32(types.size()) ? DType::I32 : DType::F32, t.shape});
   RefTensor out(info.infer(types, full).shape);
   std::vector<RefTensor *> ptrs;
   for (RefTensor &t : ins) ptrs.push_back(&t);
@@ -52,6 +56,27 @@ TEST(Reference, MatMulAllTransposes) {
   expectNear(eval(OpKind::MatMul, {a, bt}, {{"transpose_b", true}}), {58, 64, 139, 154});
   expectNear(eval(OpKind::MatMul, {at, bt}, {{"transpose_a", true}, {"transpose_b", true}}),
              {58, 64, 139, 154});
+}
+
+TEST(Reference, BatchedMatMul) {
+  // a [2,2,3] x b [3,1]: two products with one b.
+  RefTensor a = tensor({2, 2, 3}, {1, 2, 3, 4, 5, 6, 1, 0, 0, 0, 1, 0});
+  RefTensor b = tensor({3, 1}, {1, 10, 100});
+  RefTensor y = eval(OpKind::MatMul, {a, b});
+  EXPECT_EQ(y.shape, (Shape{2, 2, 1}));
+  expectNear(y, {321, 654, 1, 10});
+  // a [2,3] x b [2,3,1] with transpose_b false: b's batch broadcasts a.
+  RefTensor a2 = tensor({2, 3}, {1, 2, 3, 4, 5, 6});
+  RefTensor b2 = tensor({2, 3, 1}, {1, 0, 0, 0, 0, 1});
+  expectNear(eval(OpKind::MatMul, {a2, b2}), {1, 4, 3, 6});
+  // Size-1 batch broadcasts: a [1,1,2] x b [3,2,1] -> [3,1,1].
+  RefTensor a3 = tensor({1, 1, 2}, {1, 2});
+  RefTensor b3 = tensor({3, 2, 1}, {1, 1, 2, 0, 0, 3});
+  expectNear(eval(OpKind::MatMul, {a3, b3}), {3, 2, 6});
+  // transpose_a on the last two axes, with the accumulator.
+  RefTensor at = tensor({2, 3, 2}, {1, 4, 2, 5, 3, 6, 1, 0, 0, 1, 0, 0});
+  RefTensor c = tensor({2, 2, 1}, {1, 2, 3, 4});
+  expectNear(eval(OpKind::MatMul, {at, b, c}, {{"transpose_a", true}}), {322, 656, 4, 14});
 }
 
 TEST(Reference, BroadcastingBinaries) {
@@ -80,6 +105,89 @@ TEST(Reference, Activations) {
   // gelu'(0) = 0.5; gelu'(1) = Phi(1) + phi(1) = 0.8413447460685429 + 0.24197072451914337.
   expectNear(eval(OpKind::GeluGrad, {tensor({2}, {0, 1}), tensor({2}, {2, 1})}),
              {1.0, 0.8413447460685429 + 0.24197072451914337}, 1e-15);
+  // torch.nn.functional.gelu(x, approximate="tanh").
+  AttrMap tanh = {{"approximate", std::string("tanh")}};
+  expectNear(eval(OpKind::Gelu, {tensor({4}, {1, -1, 0, 2})}, tanh),
+             {0.8411919906082768, -0.15880800939172324, 0, 1.954597694087775}, 1e-15);
+  // The tanh form's derivative: 0.5 at 0, and a central difference at 0.7.
+  double h = 1e-6, at = 0.7;
+  double fd = (eval(OpKind::Gelu, {tensor({1}, {at + h})}, tanh).data[0] -
+               eval(OpKind::Gelu, {tensor({1}, {at - h})}, tanh).data[0]) /
+              (2 * h);
+  expectNear(eval(OpKind::GeluGrad, {tensor({2}, {0, at}), tensor({2}, {3, 1})}, tanh),
+             {1.5, fd}, 1e-9);
+}
+
+TEST(Reference, CausalMask) {
+  RefTensor x = tensor({2, 3}, {1, 2, 3, 4, 5, 6});
+  // Row i keeps columns j <= i.
+  expectNear(eval(OpKind::CausalMask, {x}), {1, -1e9, -1e9, 4, 5, -1e9});
+  RefTensor tall = tensor({3, 2}, {1, 2, 3, 4, 5, 6});
+  expectNear(eval(OpKind::CausalMask, {tall}, {{"value", 0.0}}), {1, 0, 3, 4, 5, 6});
+  RefTensor batch = tensor({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  expectNear(eval(OpKind::CausalMask, {batch}, {{"value", -7.0}}), {1, -7, 3, 4, 5, -7, 7, 8});
+}
+
+TEST(Reference, LayerNorm) {
+  // Row [1,2,3]: mean 2, biased variance 2/3.
+  RefTensor x = tensor({2, 3}, {1, 2, 3, 5, 5, 5});
+  RefTensor gamma = tensor({3}, {1, 2, -1}), beta = tensor({3}, {0, 1, 0.5});
+  double eps = 1e-5, r = 1 / std::sqrt(2.0 / 3 + eps);
+  // A constant row normalises to 0: the result is beta.
+  expectNear(eval(OpKind::LayerNorm, {x, gamma, beta}),
+             {-r, 1, 0.5 - r, 0, 1, 0.5}, 1e-12);
+  double r2 = 1 / std::sqrt(2.0 / 3 + 0.5);
+  expectNear(eval(OpKind::LayerNorm, {x, gamma, beta}, {{"eps", 0.5}}),
+             {-r2, 1, 0.5 - r2, 0, 1, 0.5}, 1e-12);
+  // D = 1: every x normalises to 0.
+  expectNear(eval(OpKind::LayerNorm, {tensor({2, 1}, {3, -4}), tensor({1}, {2}),
+                                      tensor({1}, {0.25})}),
+             {0.25, 0.25});
+  // dgamma = sum over rows of dy * xhat; dx of each row sums to zero.
+  RefTensor dy = tensor({2, 3}, {1, 1, 1, 2, 0, -1});
+  expectNear(eval(OpKind::LayerNormGammaGrad, {x, dy}), {-r, 0, r}, 1e-12);
+  RefTensor dx = eval(OpKind::LayerNormGrad, {x, gamma, dy});
+  EXPECT_NEAR(dx.data[0] + dx.data[1] + dx.data[2], 0, 1e-12);
+  EXPECT_NEAR(dx.data[3] + dx.data[4] + dx.data[5], 0, 1e-12);
+}
+
+TEST(Reference, EmbeddingGathersAndScattersInOrder) {
+  RefTensor table = tensor({3, 2}, {1, 2, 3, 4, 5, 6});
+  RefTensor ids = tensor({2, 2}, {2, 0, 2, 1});
+  RefTensor y = eval(OpKind::Embedding, {ids, table});
+  EXPECT_EQ(y.shape, (Shape{2, 2, 2}));
+  expectNear(y, {5, 6, 1, 2, 5, 6, 3, 4});
+  expectNear(eval(OpKind::Embedding, {tensor({}, {1}), table}), {3, 4});
+  // Repeated ids add up; row 3 is never named and stays zero.
+  RefTensor dy = tensor({2, 2, 2}, {1, 10, 2, 20, 3, 30, 4, 40});
+  RefTensor g = eval(OpKind::EmbeddingGrad, {ids, dy}, {{"num_embeddings", int64_t(4)}});
+  EXPECT_EQ(g.shape, (Shape{4, 2}));
+  expectNear(g, {2, 20, 4, 40, 4, 40, 0, 0});
+}
+
+TEST(Reference, EmbeddingIdOutOfRangeIsAUserError) {
+  RefTensor table = tensor({3, 2}, {1, 2, 3, 4, 5, 6});
+  auto message = [&](OpKind kind, RefTensor ids, RefTensor second, AttrMap attrs) {
+    const OpInfo &info = opInfo(kind);
+    std::vector<TensorType> types = {{DType::I32, ids.shape}, {DType::F32, second.shape}};
+    RefTensor out(info.infer(types, completeAttrs(info, attrs)).shape);
+    std::vector<RefTensor *> ops = {&ids, &second};
+    try {
+      info.reference(ops, completeAttrs(info, attrs), out);
+    } catch (const UserError &e) {
+      return e.message();
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(OpKind::Embedding, tensor({2, 3}, {0, 1, 2, 1, 3, 0}), table, {}),
+            "embedding id 3 at ids[1,1] out of range [0, 3)");
+  EXPECT_EQ(message(OpKind::Embedding, tensor({2}, {-1, 0}), table, {}),
+            "embedding id -1 at ids[0] out of range [0, 3)");
+  EXPECT_EQ(message(OpKind::Embedding, tensor({}, {7}), table, {}),
+            "embedding id 7 at ids[] out of range [0, 3)");
+  EXPECT_EQ(message(OpKind::EmbeddingGrad, tensor({2}, {0, 5}), tensor({2, 2}, {1, 2, 3, 4}),
+                    {{"num_embeddings", int64_t(5)}}),
+            "embedding id 5 at ids[1] out of range [0, 5)");
 }
 
 TEST(Reference, Reductions) {
@@ -105,8 +213,8 @@ TEST(Reference, ShapeOps) {
 }
 
 TEST(Reference, SliceAndConcat) {
-  auto sl = [](int64_t axis, int64_t start, int64_t stop) {
-    return AttrMap{{"axis", axis}, {"start", start}, {"stop", stop}};
+  auto sl = [](int64_t axis, int64_t start, int64_t end) {
+    return AttrMap{{"axis", axis}, {"start", start}, {"end", end}};
   };
   RefTensor x = tensor({2, 3}, {1, 2, 3, 4, 5, 6});
   expectNear(eval(OpKind::Slice, {x}, sl(0, 1, 2)), {4, 5, 6});
@@ -125,6 +233,12 @@ TEST(Reference, SliceAndConcat) {
   RefTensor p = tensor({2, 1, 2}, {1, 2, 3, 4}), q = tensor({2, 2, 2}, {5, 6, 7, 8, 9, 10, 11, 12});
   expectNear(eval(OpKind::Concat, {p, q}, {{"axis", int64_t(1)}}),
              {1, 2, 5, 6, 7, 8, 3, 4, 9, 10, 11, 12});
+  // Variadic: three operands in order, and one (the identity).
+  expectNear(eval(OpKind::Concat, {a, b, a}, {{"axis", int64_t(1)}}), {1, 3, 4, 1, 2, 5, 6, 2});
+  RefTensor three = eval(OpKind::Concat, {tensor({1}, {1}), tensor({2}, {2, 3}),
+                                          tensor({3}, {4, 5, 6})});
+  expectNear(three, {1, 2, 3, 4, 5, 6});
+  expectNear(eval(OpKind::Concat, {b}, {{"axis", int64_t(1)}}), {3, 4, 5, 6});
 }
 
 TEST(Reference, SoftmaxIsStable) {
@@ -154,8 +268,49 @@ TEST(Reference, Losses) {
   RefTensor dy = tensor({}, {2});
   RefTensor out({2, 2});
   std::vector<RefTensor *> ops = {&logits, &labels, &dy};
-  g.reference(ops, {}, out);
+  g.reference(ops, completeAttrs(g, {}), out);
   expectNear(out, {0.25, -0.25, -0.5, 0.5});
+}
+
+TEST(Reference, CrossEntropyIgnoresRows) {
+  RefTensor logits = tensor({3, 2}, {0, std::log(3.0), 5, 5, 1, 2});
+  // Row 2's label is ignore_index (-100 by default) and is not range-checked.
+  RefTensor labels = tensor({3}, {1, 0, -100});
+  expectNear(eval(OpKind::SoftmaxCrossEntropy, {logits, labels}),
+             {-(std::log(0.75) + std::log(0.5)) / 2});
+  RefTensor dy = tensor({}, {2});
+  expectNear(eval(OpKind::SoftmaxCrossEntropyGrad, {logits, labels, dy}),
+             {0.25, -0.25, -0.5, 0.5, 0, 0});
+  // Another ignore_index: the row labelled 0 is left out; -100 is now a label.
+  AttrMap ignore0 = {{"ignore_index", int64_t(0)}};
+  RefTensor labels2 = tensor({3}, {1, 0, 1});
+  double p2 = std::exp(2.0) / (std::exp(1.0) + std::exp(2.0));
+  expectNear(eval(OpKind::SoftmaxCrossEntropy, {logits, labels2}, ignore0),
+             {-(std::log(0.75) + std::log(p2)) / 2}, 1e-12);
+  EXPECT_THROW(eval(OpKind::SoftmaxCrossEntropy, {logits, labels}, ignore0), UserError);
+  // Every row ignored: the mean of nothing is NaN (as PyTorch), the gradient zero.
+  RefTensor none = tensor({3}, {-100, -100, -100});
+  EXPECT_TRUE(std::isnan(eval(OpKind::SoftmaxCrossEntropy, {logits, none}).data[0]));
+  expectNear(eval(OpKind::SoftmaxCrossEntropyGrad, {logits, none, dy}), {0, 0, 0, 0, 0, 0});
+  // Logits [2,1,2] with labels [2,1]: the same rows.
+  RefTensor l3 = tensor({2, 1, 2}, {0, std::log(3.0), 5, 5});
+  expectNear(eval(OpKind::SoftmaxCrossEntropy, {l3, tensor({2, 1}, {1, 0})}),
+             {-(std::log(0.75) + std::log(0.5)) / 2});
+}
+
+TEST(Reference, CrossEntropyCasesIgnoreRows) {
+  // The "ignored" cases of the table really mix ignored and counted rows.
+  for (OpKind k : {OpKind::SoftmaxCrossEntropy, OpKind::SoftmaxCrossEntropyGrad})
+    for (const opcases::OpCase *c : opcases::casesFor(k)) {
+      AttrMap attrs = opcases::fullAttrs(*c);
+      int64_t ignore = getInt(attrs, "ignore_index");
+      if (ignore < 0) continue;
+      std::vector<RefTensor> in = opcases::makeInputs(*c);
+      int ignored = 0;
+      for (double v : in[1].data) ignored += v == double(ignore);
+      EXPECT_GT(ignored, 0) << c->name();
+      EXPECT_LT(ignored, int(in[1].data.size())) << c->name();
+    }
 }
 
 TEST(Reference, LabelOutOfRangeIsAUserError) {
@@ -165,13 +320,13 @@ TEST(Reference, LabelOutOfRangeIsAUserError) {
   RefTensor out(Shape{});
   std::vector<RefTensor *> ops = {&logits, &labels};
   try {
-    ce.reference(ops, {}, out);
+    ce.reference(ops, completeAttrs(ce, {}), out);
     FAIL() << "expected UserError";
   } catch (const UserError &e) {
     EXPECT_EQ(e.message(), "label 3 out of range [0, 3)");
   }
   labels.data = {-1, 0};
-  EXPECT_THROW(ce.reference(ops, {}, out), UserError);
+  EXPECT_THROW(ce.reference(ops, completeAttrs(ce, {}), out), UserError);
 }
 
 class ReferenceCase : public ::testing::TestWithParam<const opcases::OpCase *> {};

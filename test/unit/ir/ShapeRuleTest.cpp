@@ -99,9 +99,32 @@ TEST(ShapeRule, MatMul) {
   EXPECT_EQ(ruleError(OpKind::MatMul, {f32({100, 2}), f32({2, 3})}, {{"transpose_b", true}}),
             "shape mismatch: f32[100,2] x f32[2,3]");
   EXPECT_EQ(ruleError(OpKind::MatMul, {f32({2}), f32({2, 3})}),
-            "matmul needs rank-2 operands: f32[2] x f32[2,3]");
-  EXPECT_EQ(ruleError(OpKind::MatMul, {f32({2, 2, 2}), f32({2, 3})}),
-            "matmul needs rank-2 operands: f32[2,2,2] x f32[2,3]");
+            "matmul needs operands of rank >= 2: f32[2] x f32[2,3]");
+  EXPECT_EQ(ruleError(OpKind::MatMul, {f32({2, 3}), f32({})}),
+            "matmul needs operands of rank >= 2: f32[2,3] x f32[]");
+  EXPECT_EQ(ruleError(OpKind::MatMul, {f32({3, 4}), f32({3, 4}), f32({3, 4})}),
+            "shape mismatch: f32[3,4] x f32[3,4]");
+  EXPECT_EQ(ruleError(OpKind::MatMul, {f32({3, 4}), f32({4, 5}), f32({5, 3})}),
+            "matmul accumulator 'c' f32[5,3] does not match the product f32[3,5]");
+}
+
+TEST(ShapeRule, BatchedMatMul) {
+  // Leading axes broadcast as numpy.matmul; transposes act on the last two.
+  EXPECT_EQ(infer(OpKind::MatMul, {f32({2, 2, 2}), f32({2, 3})}), f32({2, 2, 3}));
+  EXPECT_EQ(infer(OpKind::MatMul, {f32({5, 2}), f32({4, 2, 3})}), f32({4, 5, 3}));
+  EXPECT_EQ(infer(OpKind::MatMul, {f32({7, 1, 5, 2}), f32({4, 2, 3})}), f32({7, 4, 5, 3}));
+  EXPECT_EQ(infer(OpKind::MatMul, {f32({1, 5, 2}), f32({6, 2, 3})}), f32({6, 5, 3}));
+  EXPECT_EQ(infer(OpKind::MatMul, {f32({6, 2, 5}), f32({6, 3, 2})},
+                  {{"transpose_a", true}, {"transpose_b", true}}),
+            f32({6, 5, 3}));
+  EXPECT_EQ(infer(OpKind::MatMul, {f32({6, 5, 2}), f32({2, 3}), f32({6, 5, 3})}),
+            f32({6, 5, 3}));
+  EXPECT_EQ(ruleError(OpKind::MatMul, {f32({2, 5, 2}), f32({3, 2, 3})}),
+            "matmul batch dimensions do not broadcast: f32[2,5,2] x f32[3,2,3]");
+  EXPECT_EQ(ruleError(OpKind::MatMul, {f32({2, 5, 2}), f32({2, 3, 3})}),
+            "shape mismatch: f32[2,5,2] x f32[2,3,3]");
+  EXPECT_EQ(ruleError(OpKind::MatMul, {f32({2, 5, 2}), f32({2, 3}), f32({5, 3})}),
+            "matmul accumulator 'c' f32[5,3] does not match the product f32[2,5,3]");
 }
 
 TEST(ShapeRule, Arity) {
@@ -110,6 +133,28 @@ TEST(ShapeRule, Arity) {
             "op 'fill' takes 0 operand(s), got 1");
   EXPECT_EQ(ruleError(OpKind::SgdUpdate, {f32({2})}, {{"lr", 0.1}}),
             "op 'sgd_update' takes 2 to 4 operand(s), got 1");
+  EXPECT_EQ(ruleError(OpKind::Concat, {}), "op 'concat' takes 1 to 64 operand(s), got 0");
+  EXPECT_EQ(ruleError(OpKind::LayerNorm, {f32({2, 3}), f32({3})}),
+            "op 'layer_norm' takes 3 operand(s), got 2");
+}
+
+TEST(ShapeRule, VariadicOpRecord) {
+  const OpInfo &c = opInfo(OpKind::Concat);
+  EXPECT_TRUE(c.variadic);
+  EXPECT_EQ(c.minArity, 1);
+  EXPECT_TRUE(c.acceptsArity(1));
+  EXPECT_TRUE(c.acceptsArity(64));
+  EXPECT_FALSE(c.acceptsArity(0));
+  EXPECT_EQ(c.arityText(), "1 to 64");
+  EXPECT_FALSE(c.acceptsArity(65));
+  EXPECT_EQ(c.operandName(0), "x0");
+  EXPECT_EQ(c.operandName(7), "x7");
+  const OpInfo &m = opInfo(OpKind::MatMul);
+  EXPECT_FALSE(m.variadic);
+  EXPECT_EQ(m.maxArity(), 3);
+  EXPECT_FALSE(m.acceptsArity(4));
+  EXPECT_EQ(m.arityText(), "2 to 3");
+  EXPECT_EQ(m.operandName(2), "c");
 }
 
 TEST(ShapeRule, UnaryAndBackwardOps) {
@@ -120,6 +165,18 @@ TEST(ShapeRule, UnaryAndBackwardOps) {
             "shape mismatch: f32[2,3] x f32[3]");
   EXPECT_EQ(ruleError(OpKind::GeluGrad, {f32({2, 3}), f32({2, 1})}),
             "shape mismatch: f32[2,3] x f32[2,1]");
+}
+
+TEST(ShapeRule, GeluApproximate) {
+  using S = std::string;
+  EXPECT_EQ(infer(OpKind::Gelu, {f32({2})}, {{"approximate", S("tanh")}}), f32({2}));
+  EXPECT_EQ(infer(OpKind::Gelu, {f32({2})}, {{"approximate", S("none")}}), f32({2}));
+  EXPECT_EQ(ruleError(OpKind::Gelu, {f32({2})}, {{"approximate", S("erf")}}),
+            "gelu approximate must be \"none\" or \"tanh\", got \"erf\"");
+  EXPECT_EQ(ruleError(OpKind::GeluGrad, {f32({2}), f32({2})}, {{"approximate", S("Tanh")}}),
+            "gelu_grad approximate must be \"none\" or \"tanh\", got \"Tanh\"");
+  EXPECT_EQ(ruleError(OpKind::Gelu, {f32({2})}, {{"approximate", true}}),
+            "attribute 'approximate' of op 'gelu' must be string, got bool");
 }
 
 TEST(ShapeRule, Reductions) {
@@ -190,25 +247,29 @@ TEST(ShapeRule, Fill) {
 }
 
 TEST(ShapeRule, Slice) {
-  auto sl = [](int64_t axis, int64_t start, int64_t stop) {
-    return AttrMap{{"axis", axis}, {"start", start}, {"stop", stop}};
+  auto sl = [](int64_t axis, int64_t start, int64_t end) {
+    return AttrMap{{"axis", axis}, {"start", start}, {"end", end}};
   };
   EXPECT_EQ(infer(OpKind::Slice, {f32({4, 3})}, sl(0, 1, 3)), f32({2, 3}));
   EXPECT_EQ(infer(OpKind::Slice, {f32({2, 4, 3})}, sl(1, 0, 1)), f32({2, 1, 3}));
   EXPECT_EQ(infer(OpKind::Slice, {f32({2, 5})}, sl(-1, 2, 5)), f32({2, 3}));
   EXPECT_EQ(infer(OpKind::Slice, {i32({6})}, sl(0, 2, 5)), i32({3}));
   EXPECT_EQ(ruleError(OpKind::Slice, {f32({3, 4})}, sl(0, 1, 5)),
-            "slice start 1, stop 5 out of range for axis 0 of f32[3,4]: needs 0 <= start < "
-            "stop <= 3");
+            "slice start 1, end 5 out of range for axis 0 of f32[3,4]: needs 0 <= start < "
+            "end <= 3");
   EXPECT_EQ(ruleError(OpKind::Slice, {f32({3, 4})}, sl(-1, 2, 2)),
-            "slice start 2, stop 2 out of range for axis -1 of f32[3,4]: needs 0 <= start < "
-            "stop <= 4");
+            "slice start 2, end 2 out of range for axis -1 of f32[3,4]: needs 0 <= start < "
+            "end <= 4");
+  EXPECT_NE(ruleError(OpKind::Slice, {f32({3, 4})}, sl(0, 0, -1)), "");
   EXPECT_NE(ruleError(OpKind::Slice, {f32({3, 4})}, sl(0, -1, 2)), "");
   EXPECT_EQ(ruleError(OpKind::Slice, {f32({3, 4})}, sl(2, 0, 1)),
             "slice axis 2 out of range for f32[3,4]");
   EXPECT_NE(ruleError(OpKind::Slice, {f32({})}, sl(0, 0, 1)), "");
-  // start and stop are required.
-  EXPECT_NE(ruleError(OpKind::Slice, {f32({3})}, {{"start", int64_t(0)}}), "");
+  // start and end are required; the old name `stop` is gone.
+  EXPECT_EQ(ruleError(OpKind::Slice, {f32({3})}, {{"start", int64_t(0)}}),
+            "missing required attribute 'end' for op 'slice'");
+  EXPECT_EQ(ruleError(OpKind::Slice, {f32({3})}, {{"start", int64_t(0)}, {"stop", int64_t(1)}}),
+            "unknown attribute 'stop' for op 'slice'");
 }
 
 TEST(ShapeRule, Concat) {
@@ -218,14 +279,24 @@ TEST(ShapeRule, Concat) {
   EXPECT_EQ(infer(OpKind::Concat, {f32({2, 3, 4}), f32({2, 1, 4})}, ax(1)), f32({2, 4, 4}));
   EXPECT_EQ(infer(OpKind::Concat, {i32({3}), i32({4})}), i32({7}));
   EXPECT_EQ(ruleError(OpKind::Concat, {f32({2, 3}), f32({3, 4})}),
-            "concat shape mismatch outside axis 0: f32[2,3] x f32[3,4]");
+            "concat shape mismatch outside axis 0: f32[2,3] x f32[3,4] (operands x0 and x1)");
   EXPECT_EQ(ruleError(OpKind::Concat, {f32({2, 3}), f32({2, 3, 1})}, ax(1)),
-            "concat shape mismatch outside axis 1: f32[2,3] x f32[2,3,1]");
+            "concat shape mismatch outside axis 1: f32[2,3] x f32[2,3,1] (operands x0 and x1)");
   EXPECT_EQ(ruleError(OpKind::Concat, {f32({2}), i32({2})}),
             "concat operands differ in dtype: f32[2] x i32[2]");
   EXPECT_EQ(ruleError(OpKind::Concat, {f32({2}), f32({2})}, ax(1)),
             "concat axis 1 out of range for f32[2]");
   EXPECT_NE(ruleError(OpKind::Concat, {f32({}), f32({})}), "");
+  // Variadic: one operand is the identity; any number join in order.
+  EXPECT_EQ(infer(OpKind::Concat, {f32({2, 3})}), f32({2, 3}));
+  EXPECT_EQ(infer(OpKind::Concat, {f32({2, 3}), f32({1, 3}), f32({4, 3})}), f32({7, 3}));
+  EXPECT_EQ(infer(OpKind::Concat, {f32({2, 1}), f32({2, 3}), f32({2, 2}), f32({2, 1})}, ax(-1)),
+            f32({2, 7}));
+  EXPECT_EQ(ruleError(OpKind::Concat, {f32({2, 3}), f32({1, 3}), f32({4, 2})}),
+            "concat shape mismatch outside axis 0: f32[2,3] x f32[4,2] (operands x0 and x2)");
+  EXPECT_EQ(ruleError(OpKind::Concat, {i32({2}), i32({1}), f32({4})}),
+            "concat operands differ in dtype: i32[2] x f32[4]");
+  EXPECT_NE(ruleError(OpKind::Concat, {f32({})}), "");
 }
 
 TEST(ShapeRule, Softmax) {
@@ -239,13 +310,73 @@ TEST(ShapeRule, Softmax) {
             "shape mismatch: f32[2,5] x f32[5,2]");
 }
 
+TEST(ShapeRule, CausalMask) {
+  EXPECT_EQ(infer(OpKind::CausalMask, {f32({3, 5})}), f32({3, 5}));
+  EXPECT_EQ(infer(OpKind::CausalMask, {f32({2, 4, 5, 3})}, {{"value", -1.0}}),
+            f32({2, 4, 5, 3}));
+  EXPECT_EQ(ruleError(OpKind::CausalMask, {f32({3})}),
+            "causal_mask needs x of rank >= 2 (rows and columns), got f32[3]");
+  std::string e = ruleError(OpKind::CausalMask, {i32({3, 3})});
+  EXPECT_NE(e.find("causal_mask operand 'x' must be f32, got i32[3,3]"), std::string::npos) << e;
+}
+
+TEST(ShapeRule, LayerNorm) {
+  EXPECT_EQ(infer(OpKind::LayerNorm, {f32({4, 5}), f32({5}), f32({5})}), f32({4, 5}));
+  EXPECT_EQ(infer(OpKind::LayerNorm, {f32({2, 3, 1}), f32({1}), f32({1})}, {{"eps", 0.5}}),
+            f32({2, 3, 1}));
+  EXPECT_EQ(ruleError(OpKind::LayerNorm, {f32({4, 5}), f32({4}), f32({5})}),
+            "layer_norm operand 'gamma' must be f32[5] (the last axis of x): shape mismatch: "
+            "f32[4,5] x f32[4]");
+  EXPECT_EQ(ruleError(OpKind::LayerNorm, {f32({4, 5}), f32({5}), f32({1, 5})}),
+            "layer_norm operand 'beta' must be f32[5] (the last axis of x): shape mismatch: "
+            "f32[4,5] x f32[1,5]");
+  EXPECT_EQ(ruleError(OpKind::LayerNorm, {f32({}), f32({1}), f32({1})}),
+            "layer_norm needs x of rank >= 1, got f32[]");
+  EXPECT_EQ(ruleError(OpKind::LayerNorm, {f32({4, 5}), f32({5}), f32({5})}, {{"eps", -1.0}}),
+            "layer_norm eps must be >= 0, got -1");
+  std::string e = ruleError(OpKind::LayerNorm, {f32({4, 5}), i32({5}), f32({5})});
+  EXPECT_NE(e.find("layer_norm operand 'gamma' must be f32, got i32[5]"), std::string::npos) << e;
+  EXPECT_EQ(infer(OpKind::LayerNormGrad, {f32({4, 5}), f32({5}), f32({4, 5})}), f32({4, 5}));
+  EXPECT_EQ(ruleError(OpKind::LayerNormGrad, {f32({4, 5}), f32({5}), f32({5, 4})}),
+            "shape mismatch: f32[4,5] x f32[5,4]");
+  EXPECT_EQ(infer(OpKind::LayerNormGammaGrad, {f32({2, 4, 5}), f32({2, 4, 5})}), f32({5}));
+  EXPECT_EQ(ruleError(OpKind::LayerNormGammaGrad, {f32({4, 5}), f32({4, 1})}),
+            "shape mismatch: f32[4,5] x f32[4,1]");
+}
+
+TEST(ShapeRule, Embedding) {
+  EXPECT_EQ(infer(OpKind::Embedding, {i32({2, 7}), f32({10, 4})}), f32({2, 7, 4}));
+  EXPECT_EQ(infer(OpKind::Embedding, {i32({}), f32({10, 4})}), f32({4}));
+  EXPECT_EQ(ruleError(OpKind::Embedding, {i32({2, 7}), f32({10})}),
+            "embedding operand 'table' must be f32[V,D], got f32[10] (ids i32[2,7])");
+  std::string e = ruleError(OpKind::Embedding, {f32({2}), f32({10, 4})});
+  EXPECT_NE(e.find("embedding operand 'ids' must be i32, got f32[2]"), std::string::npos) << e;
+  AttrMap v10 = {{"num_embeddings", int64_t(10)}};
+  EXPECT_EQ(infer(OpKind::EmbeddingGrad, {i32({2, 7}), f32({2, 7, 4})}, v10), f32({10, 4}));
+  EXPECT_EQ(ruleError(OpKind::EmbeddingGrad, {i32({2, 7}), f32({2, 4})}, v10),
+            "shape mismatch: i32[2,7] x f32[2,4] (expected dy of the ids' shape plus one axis, "
+            "f32[...,D])");
+  EXPECT_EQ(ruleError(OpKind::EmbeddingGrad, {i32({2}), f32({2, 4})}),
+            "missing required attribute 'num_embeddings' for op 'embedding_grad'");
+  EXPECT_EQ(ruleError(OpKind::EmbeddingGrad, {i32({2}), f32({2, 4})},
+                      {{"num_embeddings", int64_t(-1)}}),
+            "embedding_grad num_embeddings must be >= 0, got -1");
+}
+
 TEST(ShapeRule, Losses) {
   EXPECT_EQ(infer(OpKind::MseLoss, {f32({100, 1}), f32({100, 1})}), f32({}));
   EXPECT_EQ(ruleError(OpKind::MseLoss, {f32({100, 1}), f32({100})}),
             "shape mismatch: f32[100,1] x f32[100]");
   EXPECT_EQ(infer(OpKind::SoftmaxCrossEntropy, {f32({8, 10}), i32({8})}), f32({}));
   EXPECT_EQ(ruleError(OpKind::SoftmaxCrossEntropy, {f32({8, 10}), i32({7})}),
-            "shape mismatch: f32[8,10] x i32[7] (expected logits f32[N,C] and labels i32[N])");
+            "shape mismatch: f32[8,10] x i32[7] (expected logits f32[N,C] and labels i32[N], "
+            "or f32[...,C] and i32[...])");
+  EXPECT_EQ(infer(OpKind::SoftmaxCrossEntropy, {f32({2, 8, 10}), i32({2, 8})},
+                  {{"ignore_index", int64_t(0)}}),
+            f32({}));
+  EXPECT_NE(ruleError(OpKind::SoftmaxCrossEntropy, {f32({2, 8, 10}), i32({8, 2})}), "");
+  EXPECT_NE(ruleError(OpKind::SoftmaxCrossEntropy, {f32({2, 8, 10}), i32({16})}), "");
+  EXPECT_NE(ruleError(OpKind::SoftmaxCrossEntropy, {f32({10}), i32({})}), "");
   std::string e = ruleError(OpKind::SoftmaxCrossEntropy, {f32({8, 10}), f32({8})});
   EXPECT_NE(e.find("'labels' must be i32, got f32[8]"), std::string::npos) << e;
   EXPECT_EQ(ruleError(OpKind::SoftmaxCrossEntropy, {f32({8, 0}), i32({8})}),

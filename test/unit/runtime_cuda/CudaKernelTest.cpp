@@ -81,9 +81,9 @@ const std::vector<OpCase> &largeCases() {
     add(OpKind::BroadcastTo, "rows", {f32({1, 37})}, {{"shape", V{129, 37}}});
     add(OpKind::Transpose, "3d", {f32({17, 33, 5})}, {{"perm", V{2, 0, 1}}});
     add(OpKind::Slice, "cols", {f32({129, 1031})},
-        {{"axis", int64_t(-1)}, {"start", int64_t(17)}, {"stop", int64_t(1000)}});
+        {{"axis", int64_t(-1)}, {"start", int64_t(17)}, {"end", int64_t(1000)}});
     add(OpKind::Slice, "middle", {f32({7, 300, 5})},
-        {{"axis", int64_t(1)}, {"start", int64_t(33)}, {"stop", int64_t(290)}});
+        {{"axis", int64_t(1)}, {"start", int64_t(33)}, {"end", int64_t(290)}});
     add(OpKind::Concat, "middle", {f32({33, 257, 5}), f32({33, 100, 5})}, {{"axis", int64_t(1)}});
     add(OpKind::Concat, "labels", {i32({1025}), i32({3001})}, {},
         {spec(0, 9, true), spec(-100, 100, true)});
