@@ -153,6 +153,8 @@ void scheduleInstructions(LoweringState &st) {
       in.kind = plan::InstrKind::Kernel;
       in.op = n->info().name;
       in.attrs = convertAttrs(n->attrs);
+      // A dropout's mask stream is its node's name unless it names another.
+      if (n->isOp(ir::OpKind::Dropout)) in.attrs["key"] = ir::dropoutKeyName(*n);
       for (const ir::Node *operand : n->inputs) {
         const ValueSlot &s = st.slots.at(operand);
         MPC_ASSERT(s.device == out.device, "operand of '" + n->name + "' on another device");

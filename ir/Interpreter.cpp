@@ -8,7 +8,9 @@
 //      uses their results) run after every other node: within one step all
 //      reads of a parameter see its value from before the step, whatever the
 //      order of independent nodes;
-//   3. optimizer ops mutate the persistent() tensors in place.
+//   3. optimizer ops mutate the persistent() tensors in place;
+//   4. dropout draws its mask from the seed and the step's number (1 for the
+//      first step()), as a plan's runtime does.
 // Values of params and state in the returned map are those after the step.
 //
 //===----------------------------------------------------------------------===//
@@ -21,7 +23,7 @@
 
 namespace mpc::ir {
 
-Interpreter::Interpreter(const Graph &graph, uint64_t seed) : graph_(graph) {
+Interpreter::Interpreter(const Graph &graph, uint64_t seed) : graph_(graph), seed_(seed) {
   for (const auto &n : graph.nodes()) {
     if (n->kind != NodeKind::Param && n->kind != NodeKind::State) continue;
     InitSpec init = n->init.value_or(InitSpec{});
@@ -36,6 +38,7 @@ std::map<std::string, RefTensor>
 Interpreter::step(const std::map<std::string, RefTensor> &inputs) {
   std::map<std::string, RefTensor> values;
   std::map<const Node *, RefTensor *> slot;
+  ++step_;
 
   std::vector<Node *> order = graph_.topoOrder();
   std::vector<Node *> now, deferred;
@@ -80,7 +83,16 @@ Interpreter::step(const std::map<std::string, RefTensor> &inputs) {
       operands.reserve(n->inputs.size());
       for (const Node *in : n->inputs) operands.push_back(slot.at(in));
       RefTensor &out = values[n->name] = RefTensor(n->type.shape);
-      n->info().reference(operands, n->attrs, out);
+      if (n->op == OpKind::Dropout) {
+        // The run's context, which a plan's runtime supplies (ir/ops/Random.cpp).
+        AttrMap attrs = n->attrs;
+        attrs["key"] = dropoutKeyName(*n);
+        attrs["seed"] = int64_t(seed_);
+        attrs["step"] = step_;
+        n->info().reference(operands, attrs, out);
+      } else {
+        n->info().reference(operands, n->attrs, out);
+      }
       slot[n] = &out;
       break;
     }

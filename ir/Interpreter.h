@@ -21,6 +21,9 @@ public:
   Interpreter(const Graph &graph, uint64_t seed = kDefaultSeedForInterpreter);
   static constexpr uint64_t kDefaultSeedForInterpreter = 0;
 
+  /// Sets the number of the next step() (1 at first): dropout masks depend on it.
+  void setNextStep(int64_t step) { step_ = step - 1; }
+
   /// Current values of params and state (mutated by optimizer ops in step()).
   std::map<std::string, RefTensor> &persistent() { return persistent_; }
 
@@ -31,6 +34,8 @@ public:
 
 private:
   const Graph &graph_;
+  uint64_t seed_;
+  int64_t step_ = 0; ///< steps run so far (dropout masks depend on the step)
   std::map<std::string, RefTensor> persistent_;
 };
 

@@ -110,5 +110,10 @@ void addNormOps(std::vector<OpInfo> &table);
 void addEmbeddingOps(std::vector<OpInfo> &table);
 void addDeviceOps(std::vector<OpInfo> &table);
 void addOptimizerOps(std::vector<OpInfo> &table);
+void addRandomOps(std::vector<OpInfo> &table);
+
+/// The mask stream of a dropout node: its `key` attribute, or its own name
+/// when that is empty (ir/ops/Random.cpp).
+std::string dropoutKeyName(const Node &n);
 
 } // namespace mpc::ir

@@ -30,6 +30,7 @@ std::vector<OpInfo> buildTable() {
   addLossOps(records);
   addNormOps(records);
   addEmbeddingOps(records);
+  addRandomOps(records);
   addDeviceOps(records);
   addOptimizerOps(records);
 

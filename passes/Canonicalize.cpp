@@ -1,11 +1,12 @@
 //===- passes/Canonicalize.cpp - the `canonicalize` pass ----------------===//
 //
-// Invariant established: no op node is dead, and no reshape or transpose is
-// the identity.
+// Invariant established: no op node is dead, no reshape or transpose is the
+// identity, and a graph without a loss (inference) has no dropout.
 //
 // Algorithm (to a fixed point):
-//   1. fold `reshape` to its operand's own shape and `transpose` by the
-//      identity permutation: their users use the operand directly;
+//   1. fold `reshape` to its operand's own shape, `transpose` by the
+//      identity permutation and, in a graph without a loss, `dropout` (the
+//      identity at inference): their users use the operand directly;
 //   2. erase op nodes whose value nobody uses, unless the node is the loss,
 //      an output, or has side effects (optimizer updates), walking in reverse
 //      topological order so chains of dead nodes go in one sweep.
@@ -23,8 +24,9 @@
 namespace mpc::passes {
 namespace {
 
-bool isIdentityFold(const ir::Node &n) {
+bool isIdentityFold(const ir::Graph &g, const ir::Node &n) {
   if (n.isOp(ir::OpKind::Reshape)) return n.inputs[0]->type == n.type;
+  if (n.isOp(ir::OpKind::Dropout)) return g.loss.empty();
   if (n.isOp(ir::OpKind::Transpose)) {
     const auto &perm = ir::getInts(n.attrs, "perm");
     for (size_t i = 0; i < perm.size(); ++i)
@@ -51,7 +53,7 @@ public:
     for (ir::Node *n : graph.topoOrder()) {
       for (ir::Node *&in : n->inputs)
         if (auto f = foldedInto.find(in); f != foldedInto.end()) in = f->second;
-      if (!n->isOp() || !isIdentityFold(*n)) continue;
+      if (!n->isOp() || !isIdentityFold(graph, *n)) continue;
       // Keep the name of a node the user asked for (loss/output) alive.
       if (n->name == graph.loss || outputs.count(n->name)) continue;
       foldedInto[n] = n->inputs[0];

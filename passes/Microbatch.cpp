@@ -20,7 +20,9 @@
 //      that mixes rows of the batch is a user error naming it and why. A node
 //      that uses a batch-reduced value (a loss) is computed once, from the
 //      full-batch value, and must not also use batched data.
-//   2. Replicas, for k = 0..M-1, in topological order.
+//   2. Replicas, for k = 0..M-1, in topological order. A dropout replica
+//      keeps the original's mask: its key, and the element offset of its
+//      micro-batch in the whole batch.
 //   3. The full-batch value of every Reduced node that something outside the
 //      replicas uses (the loss, an output, a node computed once) is the sum of
 //      its replicas, scaled by 1/M for a mean. This is the one place where a
@@ -175,11 +177,19 @@ private:
       }
       Builder b(g_);
       b.device = n->device;
-      auto attrs = microAttrs_.find(n);
+      auto found = microAttrs_.find(n);
+      ir::AttrMap attrs = found == microAttrs_.end() ? n->attrs : found->second;
+      if (n->isOp(ir::OpKind::Dropout)) {
+        // The replica draws the original's mask: the original's stream, and
+        // its micro-batch's elements' indices in the whole batch (a batched
+        // operand is micro-batch k's rows; a shared one is the same for all).
+        attrs["key"] = ir::dropoutKeyName(*n);
+        if (operands[0] != n->inputs[0])
+          attrs["offset"] = ir::getInt(n->attrs, "offset") + k * operands[0]->type.numElements();
+      }
       Node *r = nullptr;
       try {
-        r = b.create(n->op, operands, attrs == microAttrs_.end() ? n->attrs : attrs->second,
-                     n->name + suffix);
+        r = b.create(n->op, operands, attrs, n->name + suffix);
       } catch (const RuleError &e) {
         throw InternalError("micro-batch replica of " + n->describe() + " fails its shape rule: " +
                             e.what());

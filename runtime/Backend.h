@@ -87,10 +87,11 @@ public:
   virtual void download(uint32_t buffer, void *dst, size_t bytes) = 0;
 
   /// Runs the device's instruction list once, in order, on the calling
-  /// (worker) thread; Send/Recv go through `transport`. Throws UserError for
-  /// bad data (e.g. a label out of range), TransportClosed when another
-  /// device failed first.
-  virtual void runStep(Transport &transport) = 0;
+  /// (worker) thread; Send/Recv go through `transport`. `step` is the
+  /// training step's number (1 for the first step of a run from scratch),
+  /// which dropout masks depend on. Throws UserError for bad data (e.g. a
+  /// label out of range), TransportClosed when another device failed first.
+  virtual void runStep(Transport &transport, int64_t step) = 0;
 
   /// Counters accumulated since load.
   virtual DeviceStats stats() const { return {}; }

@@ -105,7 +105,7 @@ Executor::~Executor() {
 
 void Executor::runDevice(uint32_t device) {
   try {
-    backends_[device]->runStep(*transport_);
+    backends_[device]->runStep(*transport_, runningStep_);
   } catch (const TransportClosed &) {
     // Another device failed first; its error is the one reported.
   } catch (...) {
@@ -136,6 +136,7 @@ void Executor::checkUsable() const {
 void Executor::step() {
   checkUsable();
   uint32_t seen = done_.load();
+  runningStep_ = nextStep_++;
   pending_.store(workers_.size(), std::memory_order_release);
   for (auto &w : workers_) w->start.bump();
   if (callerDevice_ >= 0) runDevice(uint32_t(callerDevice_));

@@ -73,6 +73,11 @@ public:
 
   /// Runs one step on every device. Rethrows the first error of a worker.
   void step();
+  /// The number the next step() passes to the devices (1 at first, then one
+  /// more each step): a run resumed after step s sets s + 1, so its dropout
+  /// masks continue those of the uninterrupted run.
+  void setNextStep(int64_t step) { nextStep_ = step; }
+  int64_t nextStep() const { return nextStep_; }
   /// The loss after the last step (requires plan().hasLoss).
   float loss();
 
@@ -106,6 +111,8 @@ private:
 
   std::vector<std::unique_ptr<Worker>> workers_;
   int64_t callerDevice_ = -1; ///< the hosted device step()'s own thread runs
+  int64_t nextStep_ = 1;      ///< see setNextStep
+  int64_t runningStep_ = 0;   ///< the step the workers run (written before they wake)
   WakeWord done_;             ///< bumped by the last worker to finish a step
   std::atomic<size_t> pending_{0}; ///< workers still running the current step
   std::atomic<bool> shutdown_{false};

@@ -80,7 +80,7 @@ OPS = {
     "causal_mask": {"value": -1e9},
     "gelu": {"approximate": "none"},
     "dropout": {"p": 0.5},
-    "slice": {"axis": 0, "start": None, "stop": None},
+    "slice": {"axis": 0, "start": None, "end": None},
     "concat": {"axis": 0},
     "add": {}, "mul": {}, "scale": {"value": 1.0},
     "reshape": {"shape": None}, "transpose": {"perm": []},
@@ -110,7 +110,7 @@ def _apply(op, xs, a, train):
     if op == "dropout":
         return F.dropout(xs[0], a["p"], True) if train and a["p"] > 0 else xs[0]
     if op == "slice":
-        return xs[0].narrow(a["axis"], a["start"], a["stop"] - a["start"])
+        return xs[0].narrow(a["axis"], a["start"], a["end"] - a["start"])
     if op == "concat":
         return torch.cat(xs, dim=a["axis"])
     if op == "add":
@@ -126,8 +126,10 @@ def _apply(op, xs, a, train):
     if op == "softmax":
         return torch.softmax(xs[0], dim=a["axis"])
     if op == "softmax_cross_entropy":
-        assert xs[0].dim() == 2 and xs[1].shape == xs[0].shape[:1], "logits [N,C], labels [N]"
-        return F.cross_entropy(xs[0], xs[1].long(), ignore_index=a["ignore_index"])
+        assert xs[1].shape == xs[0].shape[:-1], "logits [..., C], labels [...]"
+        c = xs[0].shape[-1]  # logits [..., C] against labels [...]
+        return F.cross_entropy(xs[0].reshape(-1, c), xs[1].reshape(-1).long(),
+                               ignore_index=a["ignore_index"])
     if op in ("sum", "mean"):
         f = torch.sum if op == "sum" else torch.mean
         return f(xs[0], dim=a["axes"] or list(range(xs[0].dim())), keepdim=a["keepdims"])

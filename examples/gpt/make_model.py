@@ -86,7 +86,7 @@ def build(vocab, blocks, d, heads, context, batch, devices, dropout, lr, eval_mo
 
     def heads_of(prefix, qkv, i, dev):
         # [B,T,3D] -> slice i of q/k/v [B,T,D] -> [B,T,H,hd] -> [B,H,T,hd]
-        s = g.node(prefix, "slice", [qkv], dev, axis=2, start=i * D, stop=(i + 1) * D)
+        s = g.node(prefix, "slice", [qkv], dev, axis=2, start=i * D, end=(i + 1) * D)
         r = g.node(prefix + ".split", "reshape", [s], dev, shape=[B, T, H, hd])
         return g.node(prefix + ".heads", "transpose", [r], dev, perm=[0, 2, 1, 3])
 
@@ -125,9 +125,9 @@ def build(vocab, blocks, d, heads, context, batch, devices, dropout, lr, eval_mo
 
     x = layer_norm("lnf", x, last)
     logits = g.node("logits", "matmul", [x, "wte"], last, transpose_b=True)  # [B,T,V]
-    flat = g.node("logits.flat", "reshape", [logits], last, shape=[B * T, V])
-    labels = g.node("y.flat", "reshape", ["y"], last, shape=[B * T])
-    g.node("loss", "softmax_cross_entropy", [flat, labels], last)
+    # Logits [B,T,V] against labels [B,T]: the mean over all B*T positions,
+    # with nothing reshaped across the batch axis (so it pipelines).
+    g.node("loss", "softmax_cross_entropy", [logits, "y"], last)
 
     model = {
         "mpc": 1,

@@ -17,7 +17,8 @@ namespace {
 
 TensorType inferReshape(TypeOps ops, const AttrMap &attrs) {
   const TensorType &x = ops[0];
-  requireDType(x, DType::F32, "reshape", "x");
+  if (x.dtype != DType::F32 && x.dtype != DType::I32)
+    throw RuleError("reshape operand 'x' must be f32 or i32, got " + x.str());
   const Shape &want = getInts(attrs, "shape");
   Shape out = want;
   int inferred = -1;
@@ -44,7 +45,7 @@ TensorType inferReshape(TypeOps ops, const AttrMap &attrs) {
     throw RuleError("cannot reshape " + x.str() + " to " + shapeStr(want) +
                     ": element counts differ");
   }
-  return {DType::F32, out};
+  return {x.dtype, out};
 }
 
 /// The permutation a transpose node applies ([] = reversed axes), checked.
@@ -206,7 +207,8 @@ BatchResult batchAwayFromAxis0(const BatchQuery &q, const char *op) {
 void addShapeOps(std::vector<OpInfo> &t) {
   {
     OpInfo r = makeOp(OpKind::Reshape, "reshape", "Shape",
-                      "x with a new shape of the same element count (row-major)", {"x"});
+                      "x with a new shape of the same element count (row-major; f32 or i32)",
+                      {"x"});
     r.attrs = {attr("shape", AttrType::Ints, std::nullopt,
                     "the result shape; one dimension may be -1 (inferred)")};
     r.infer = inferReshape;
@@ -222,6 +224,7 @@ void addShapeOps(std::vector<OpInfo> &t) {
       return res;
     };
     r.grad = [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
+      if (n.inputs[0]->type.dtype != DType::F32) return {nullptr}; // integer ids, labels
       return {b.reshape(dy, n.inputs[0]->type.shape)};
     };
     r.reference = [](RefOps o, const AttrMap &, RefTensor &out) { out.data = o[0]->data; };

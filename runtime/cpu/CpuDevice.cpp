@@ -109,12 +109,15 @@ void CpuDevice::load(const plan::Plan &plan, uint32_t device) {
       int n = int(in.inputs.size());
       if (n < kernel->minInputs || n > kernel->maxInputs)
         fail(i, "op '" + in.op + "' takes " + std::to_string(kernel->minInputs) +
-                    (kernel->maxInputs != kernel->minInputs
+                    (kernel->maxInputs == kAnyInputs ? " or more"
+                     : kernel->maxInputs != kernel->minInputs
                          ? " to " + std::to_string(kernel->maxInputs)
                          : std::string()) +
                     " operands, got " + std::to_string(n));
       KernelInstance k;
       k.run = kernel->run;
+      k.step = &step_;
+      k.seed = plan.seed;
       k.attrs = &in.attrs;
       auto arg = [&](uint32_t id) {
         checkBuf(i, id);
@@ -163,7 +166,8 @@ void *CpuDevice::bufferData(uint32_t id) const {
   return bufferPtr_[id];
 }
 
-void CpuDevice::runStep(Transport &transport) {
+void CpuDevice::runStep(Transport &transport, int64_t step) {
+  step_ = step;
   for (const Step &s : steps_) {
     switch (s.kind) {
     case plan::InstrKind::Kernel: {

@@ -45,6 +45,9 @@ using PrepareFn = void (*)(KernelInstance &k);
 /// Executes; may throw RuleError on bad data (a label out of range).
 using RunFn = void (*)(const KernelInstance &k);
 
+/// maxInputs of a variadic op (concat).
+constexpr int kAnyInputs = 1 << 30;
+
 struct CpuKernel {
   PrepareFn prepare = nullptr; ///< may be null: nothing to check
   RunFn run = nullptr;
@@ -58,6 +61,8 @@ struct KernelInstance {
   std::vector<TensorArg> in;
   TensorArg out;
   const plan::AttrMap *attrs = nullptr; ///< the instruction's; null: none
+  const int64_t *step = nullptr; ///< the running step's number (dropout)
+  uint64_t seed = 0;             ///< the plan's seed (dropout)
   // Filled by prepare:
   std::vector<int64_t> ints; ///< sizes/strides, meaning per kernel
   std::vector<std::vector<int64_t>> strides; ///< per input, broadcast strides over out

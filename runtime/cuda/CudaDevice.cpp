@@ -188,7 +188,7 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
   pinned_.assign(prog.instrs.size(), nullptr);
 
   KernelContext ctx{stream_, cublas_, reinterpret_cast<float *>(base + scratchAt),
-                    DataErrorSink{dataError_, 0}};
+                    DataErrorSink{dataError_, 0}, &step_, plan.seed};
   actions_.clear();
   for (size_t i = 0; i < prog.instrs.size(); ++i) {
     const plan::Instr &in = prog.instrs[i];
@@ -291,10 +291,9 @@ void CudaBackend::checkErrorFlag() {
                                                   std::to_string(instr));
   std::string message = badIndexMessage(program_->instrs[instr], program_->buffers, value,
                                         position, position == 0xffffffffll, rec.bound);
-  // Steps are counted by this backend from its load: the trainer's step
-  // number when the run did not resume from a checkpoint.
-  throw UserError("", whereKernel(instr),
-                  message + " in step " + std::to_string(step) + " since the plan was loaded");
+  // The step the kernel ran in (the executor's step number, which the
+  // trainer keeps across --resume); a later step may be running by now.
+  throw UserError("", whereKernel(instr), message + " in step " + std::to_string(step));
 }
 
 std::vector<float> CudaBackend::timeKernels(int reps) {
@@ -315,9 +314,10 @@ std::vector<float> CudaBackend::timeKernels(int reps) {
   return ms;
 }
 
-void CudaBackend::runStep(Transport &transport) {
+void CudaBackend::runStep(Transport &transport, int64_t step) {
+  step_ = step;
   cudaCheck(cudaSetDevice(gpu_), "cudaSetDevice");
-  launchBeginStep(dataError_, ++steps_, stream_);
+  launchBeginStep(dataError_, step, stream_);
   launchCheck("the step's start");
   auto *ct = dynamic_cast<CudaTransport *>(&transport);
   bool timed = info_ && info_->timing;

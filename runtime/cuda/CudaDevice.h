@@ -37,7 +37,7 @@ public:
   void load(const plan::Plan &plan, uint32_t device) override;
   void upload(uint32_t buffer, const void *src, size_t bytes) override;
   void download(uint32_t buffer, void *dst, size_t bytes) override;
-  void runStep(Transport &transport) override;
+  void runStep(Transport &transport, int64_t step) override;
   DeviceStats stats() const override { return stats_; }
 
   int physicalGpu() const { return gpu_; }
@@ -81,7 +81,7 @@ private:
   cublasHandle_t cublas_ = nullptr;
   void *block_ = nullptr;
   DataError *dataError_ = nullptr; ///< the bad-data record, in the block's last slot
-  int64_t steps_ = 0;              ///< steps run since load
+  int64_t step_ = 0; ///< the running step's number (KernelContext::step points here)
   std::vector<const plan::Buffer *> buffers_;
   std::vector<void *> ptrs_;
   std::vector<Action> actions_;

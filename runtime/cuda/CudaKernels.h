@@ -31,6 +31,8 @@ struct KernelContext {
   /// Where kernels that index with data report a bad index: the device's
   /// DataError record and the instruction being prepared.
   DataErrorSink dataError;
+  const int64_t *step = nullptr; ///< the running step's number, read at enqueue (dropout)
+  uint64_t seed = 0;             ///< the plan's seed (dropout)
 };
 
 /// One kernel instruction with its buffers resolved. Pointers are null when

@@ -109,17 +109,32 @@ std::vector<std::pair<std::string, std::string>> checkKernel(const Instr &in,
       out.emplace_back("/output", "'reshape' of " + dims(x.shape) + " into " + dims(result.shape) +
                                       " changes the element count or type");
   } else if (in.op == "matmul") {
+    // Rank >= 2: the last two axes are the matrices (swapped by the
+    // transposes), the leading ones a batch broadcast as numpy.matmul does.
     const Buffer &a = device.buffers[in.inputs[0]], &b = device.buffers[in.inputs[1]];
-    if (a.shape.size() != 2 || b.shape.size() != 2 || result.shape.size() != 2) {
-      out.emplace_back("/inputs", "'matmul' needs rank-2 operands and result, got " +
+    const size_t ra = a.shape.size(), rb = b.shape.size();
+    if (ra < 2 || rb < 2 || result.shape.size() < 2) {
+      out.emplace_back("/inputs", "'matmul' needs operands and result of rank >= 2, got " +
                                       dims(a.shape) + " x " + dims(b.shape) + " -> " +
                                       dims(result.shape));
     } else {
       bool ta = std::get<bool>(in.attrs.at("transpose_a"));
       bool tb = std::get<bool>(in.attrs.at("transpose_b"));
-      int64_t m = a.shape[ta ? 1 : 0], k = a.shape[ta ? 0 : 1];
-      int64_t k2 = b.shape[tb ? 1 : 0], nn = b.shape[tb ? 0 : 1];
-      if (k != k2 || result.shape != std::vector<int64_t>{m, nn})
+      int64_t m = a.shape[ra - (ta ? 1 : 2)], k = a.shape[ra - (ta ? 2 : 1)];
+      int64_t k2 = b.shape[rb - (tb ? 1 : 2)], nn = b.shape[rb - (tb ? 2 : 1)];
+      // The broadcast batch: right-aligned, each axis equal or 1 on a side.
+      size_t rank = std::max(ra, rb) - 2;
+      std::vector<int64_t> want(rank, 1);
+      bool batchOk = true;
+      for (size_t i = 0; i < rank; ++i) {
+        int64_t da = i + ra - 2 >= rank ? a.shape[i + ra - 2 - rank] : 1;
+        int64_t db = i + rb - 2 >= rank ? b.shape[i + rb - 2 - rank] : 1;
+        batchOk = batchOk && (da == db || da == 1 || db == 1);
+        want[i] = da == 1 ? db : da;
+      }
+      want.push_back(m);
+      want.push_back(nn);
+      if (!batchOk || k != k2 || result.shape != want)
         out.emplace_back("/output", "'matmul' of " + dims(a.shape) + (ta ? "^T" : "") + " x " +
                                         dims(b.shape) + (tb ? "^T" : "") + " cannot give " +
                                         dims(result.shape));

@@ -376,6 +376,7 @@ void Trainer::runSteps() {
   const bool printsLoss = ex.plan().hasLoss && group_.rank() == lossRank_;
 
   Progress progress(err_, first, total, opt_.progress && group_.rank() == lossRank_);
+  ex.setNextStep(first + 1);
   for (int64_t s = first; s < total; ++s) {
     int64_t inEpoch = s % pos.batchesPerEpoch;
     order.beginStep(inEpoch);

@@ -124,6 +124,49 @@ struct GeluF {
   }
 };
 
+// gelu's `approximate`: ints[0] = 0 for "none" (erf), 1 for "tanh" (GPT-2's
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))).
+void readGeluForm(KernelInstance &k) {
+  std::string form = attrString(k.attrMap(), "approximate", "none");
+  if (form != "none" && form != "tanh")
+    throw RuleError("attribute 'approximate' must be \"none\" or \"tanh\", got \"" + form +
+                    "\"");
+  k.ints = {form == "tanh" ? 1 : 0};
+}
+
+constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+constexpr float kGeluCubic = 0.044715f;
+/// The tanh form runs through the vectorised tanh in blocks: the argument
+/// into a stack buffer, tanh in place, then the combination (so the result
+/// may alias x).
+constexpr int64_t kGeluBlock = 256;
+
+template <class Combine>
+void geluTanhBlocks(const float *x, int64_t n, Combine combine) {
+  float t[kGeluBlock];
+  for (int64_t b = 0; b < n; b += kGeluBlock) {
+    const int64_t len = std::min(kGeluBlock, n - b);
+    for (int64_t i = 0; i < len; ++i) {
+      const float v = x[b + i];
+      t[i] = kSqrt2OverPi * (v + kGeluCubic * v * v * v);
+    }
+    vmath::tanhLoop(t, t, len);
+    for (int64_t i = 0; i < len; ++i) combine(b + i, x[b + i], t[i]);
+  }
+}
+
+void prepareGelu(KernelInstance &k) {
+  prepareUnary(k);
+  readGeluForm(k);
+}
+
+void runGelu(const KernelInstance &k) {
+  if (k.ints[0] == 0) return runUnary<GeluF>(k);
+  float *o = k.out.f();
+  geluTanhBlocks(k.in[0].f(), k.out.numel,
+                 [o](int64_t i, float x, float t) { o[i] = 0.5f * x * (1.f + t); });
+}
+
 void prepareScale(KernelInstance &k) {
   prepareUnary(k);
   k.scalar = attrFloat(k.attrMap(), "value", 1.0);
@@ -149,10 +192,23 @@ void runReluGrad(const KernelInstance &k) {
   for (int64_t i = 0; i < k.out.numel; ++i) o[i] = x[i] > 0 ? dy[i] : 0.0f;
 }
 
+void prepareGeluGrad(KernelInstance &k) {
+  prepareBackward(k);
+  readGeluForm(k);
+}
+
 void runGeluGrad(const KernelInstance &k) {
   constexpr double kInvSqrt2Pi = 0.39894228040143267794;
   const float *x = k.in[0].f(), *dy = k.in[1].f();
   float *o = k.out.f();
+  if (k.ints[0] == 1) {
+    // d/dx 0.5 x (1 + t) = 0.5 (1 + t) + 0.5 x (1 - t^2) u'(x).
+    geluTanhBlocks(x, k.out.numel, [o, dy](int64_t i, float v, float t) {
+      const float du = kSqrt2OverPi * (1.f + 3.f * kGeluCubic * v * v);
+      o[i] = dy[i] * (0.5f * (1.f + t) + 0.5f * v * (1.f - t * t) * du);
+    });
+    return;
+  }
   for (int64_t i = 0; i < k.out.numel; ++i) {
     double d = x[i];
     double deriv = 0.5 * (1.0 + std::erf(d / std::sqrt(2.0))) +
@@ -173,11 +229,11 @@ const CpuKernel Scale{prepareScale, runScale, 1, 1};
 const CpuKernel Relu{prepareUnary, runUnary<ReluF>, 1, 1};
 const CpuKernel Sigmoid{prepareUnary, runVector<vmath::sigmoidLoop>, 1, 1};
 const CpuKernel Tanh{prepareUnary, runVector<vmath::tanhLoop>, 1, 1};
-const CpuKernel Gelu{prepareUnary, runUnary<GeluF>, 1, 1};
+const CpuKernel Gelu{prepareGelu, runGelu, 1, 1};
 const CpuKernel Exp{prepareUnary, runVector<vmath::expLoop>, 1, 1};
 const CpuKernel Log{prepareUnary, runVector<vmath::logLoop>, 1, 1};
 const CpuKernel ReluGrad{prepareBackward, runReluGrad, 2, 2};
-const CpuKernel GeluGrad{prepareBackward, runGeluGrad, 2, 2};
+const CpuKernel GeluGrad{prepareGeluGrad, runGeluGrad, 2, 2};
 const CpuKernel TanhGrad{prepareBackward, runVector2<vmath::tanhGradLoop>, 2, 2};
 const CpuKernel SigmoidGrad{prepareBackward, runVector2<vmath::sigmoidGradLoop>, 2, 2};
 } // namespace kernels::Elementwise

@@ -1,10 +1,11 @@
-//===- runtime/cpu/kernels/MatMul.cpp - matmul through cblas_sgemm ------===//
+//===- runtime/cpu/kernels/Linalg.cpp - matmul through cblas_sgemm ------===//
 //
-// op(a) x op(b) for rank-2 f32 buffers, with the transposes passed to BLAS
-// rather than materialised; tiny products run as plain loops (see
-// kSmallProduct). OpenBLAS runs with one thread (set when a CPU
-// device loads), so the blocking and summation order depend on the shapes
-// only and results are bit-identical run after run.
+// op(a) x op(b) for f32 buffers of rank >= 2 (leading axes are a batch,
+// broadcast NumPy style), with the transposes passed to BLAS rather than
+// materialised; tiny products run as plain loops (see kSmallProduct).
+// OpenBLAS runs with one thread (set when a CPU device loads), so the
+// blocking and summation order depend on the shapes only and results are
+// bit-identical run after run.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/CpuKernel.h"
@@ -19,31 +20,75 @@ namespace mpc::runtime::cpu {
 
 namespace {
 
-// ints: m, n, k, lda, ldb, transA, transB
+/// Element offsets, one per entry of the result's batch axes, of each
+/// operand's matrix, under NumPy broadcasting of the batch axes.
+std::vector<int64_t> batchOffsets(const std::vector<int64_t> &batch,
+                                  const std::vector<int64_t> &outBatch, int64_t matrix) {
+  std::vector<int64_t> strides = broadcastStrides(batch, outBatch);
+  int64_t count = 1;
+  for (int64_t d : outBatch) count *= d;
+  std::vector<int64_t> offsets(size_t(count), 0);
+  std::vector<int64_t> idx(outBatch.size(), 0);
+  for (int64_t e = 0; e < count; ++e) {
+    int64_t off = 0;
+    for (size_t i = 0; i < idx.size(); ++i) off += idx[i] * strides[i];
+    offsets[size_t(e)] = off * matrix;
+    for (size_t i = idx.size(); i-- > 0;) { // odometer
+      if (++idx[i] < outBatch[i]) break;
+      idx[i] = 0;
+    }
+  }
+  return offsets;
+}
+
+// ints: m, n, k, lda, ldb, transA, transB; strides: per batch entry, the
+// element offsets of a's and b's matrices (one entry for rank-2 products).
+// A rank-2 b under a batched, untransposed a is one product with a seen as
+// [batch * m, k]: m absorbs the batch.
 void prepareMatMul(KernelInstance &k) {
   const TensorArg &a = k.in[0], &b = k.in[1];
   requireDType(a, plan::DType::F32, "operand 'a'");
   requireDType(b, plan::DType::F32, "operand 'b'");
   requireDType(k.out, plan::DType::F32, "the result");
-  if (a.rank() != 2 || b.rank() != 2 || k.out.rank() != 2)
-    throw RuleError("matmul needs rank-2 buffers: " + plan::shapeText(a.shape) + " x " +
+  auto mismatch = [&]() {
+    return RuleError("shape mismatch: " + plan::shapeText(a.shape) + " x " +
+                     plan::shapeText(b.shape) + " -> " + plan::shapeText(k.out.shape));
+  };
+  if (a.rank() < 2 || b.rank() < 2 || k.out.rank() < 2)
+    throw RuleError("matmul needs buffers of rank >= 2: " + plan::shapeText(a.shape) + " x " +
                     plan::shapeText(b.shape) + " -> " + plan::shapeText(k.out.shape));
   bool ta = attrBool(k.attrMap(), "transpose_a", false),
        tb = attrBool(k.attrMap(), "transpose_b", false);
-  int64_t m = ta ? a.shape[1] : a.shape[0], ka = ta ? a.shape[0] : a.shape[1];
-  int64_t kb = tb ? b.shape[1] : b.shape[0], n = tb ? b.shape[0] : b.shape[1];
-  if (ka != kb || k.out.shape[0] != m || k.out.shape[1] != n)
-    throw RuleError("shape mismatch: " + plan::shapeText(a.shape) + " x " +
-                    plan::shapeText(b.shape) + " -> " + plan::shapeText(k.out.shape));
+  const size_t ra = size_t(a.rank()), rb = size_t(b.rank()), ro = size_t(k.out.rank());
+  const int64_t a0 = a.shape[ra - 2], a1 = a.shape[ra - 1];
+  const int64_t b0 = b.shape[rb - 2], b1 = b.shape[rb - 1];
+  int64_t m = ta ? a1 : a0, ka = ta ? a0 : a1;
+  int64_t kb = tb ? b1 : b0, n = tb ? b0 : b1;
+  std::vector<int64_t> batchA(a.shape.begin(), a.shape.end() - 2);
+  std::vector<int64_t> batchB(b.shape.begin(), b.shape.end() - 2);
+  std::vector<int64_t> batchO(k.out.shape.begin(), k.out.shape.end() - 2);
+  if (ka != kb || k.out.shape[ro - 2] != m || k.out.shape[ro - 1] != n) throw mismatch();
   if (k.in.size() == 3) {
     requireDType(k.in[2], plan::DType::F32, "operand 'c'");
     if (k.in[2].shape != k.out.shape)
       throw RuleError("accumulator 'c' " + plan::shapeText(k.in[2].shape) +
                       " does not match the result " + plan::shapeText(k.out.shape));
   }
+  int64_t batch = 1;
+  for (int64_t d : batchO) batch *= d;
+  if (rb == 2 && !ta && batchA == batchO) {
+    m *= batch; // one product: a's rows run on through its batch
+    k.strides = {{0}, {0}};
+  } else {
+    try {
+      k.strides = {batchOffsets(batchA, batchO, a0 * a1), batchOffsets(batchB, batchO, b0 * b1)};
+    } catch (const RuleError &) {
+      throw mismatch();
+    }
+  }
   const int64_t kMax = int64_t(1) << 31;
   if (m >= kMax || n >= kMax || ka >= kMax) throw RuleError("matmul dimensions too large for BLAS");
-  k.ints = {m, n, ka, std::max<int64_t>(1, a.shape[1]), std::max<int64_t>(1, b.shape[1]), ta, tb};
+  k.ints = {m, n, ka, std::max<int64_t>(1, a1), std::max<int64_t>(1, b1), ta, tb};
 }
 
 /// Products of at most this many multiply-adds skip BLAS: for the tiny
@@ -51,11 +96,10 @@ void prepareMatMul(KernelInstance &k) {
 /// arithmetic (the seed model's matmuls are 200 to 400 of them).
 constexpr int64_t kSmallProduct = 8192;
 
-/// op(a) op(b) (+= into `out`, which holds c or zeros), row by row, each
+/// op(a) op(b) (+= into `o`, which holds c or zeros), row by row, each
 /// element summed over k in order.
-void smallMatMul(const KernelInstance &k, int64_t m, int64_t n, int64_t kk) {
-  const float *a = k.in[0].f(), *b = k.in[1].f();
-  float *o = k.out.f();
+void smallMatMul(const KernelInstance &k, const float *a, const float *b, float *o, int64_t m,
+                 int64_t n, int64_t kk) {
   const int64_t lda = k.ints[3], ldb = k.ints[4];
   const bool ta = k.ints[5] != 0, tb = k.ints[6] != 0;
   for (int64_t i = 0; i < m; ++i) {
@@ -75,25 +119,33 @@ void smallMatMul(const KernelInstance &k, int64_t m, int64_t n, int64_t kk) {
 /// With an accumulator c the result is op(a) op(b) + c: sgemm with beta = 1
 /// on c's values, in place when the plan gives the result c's buffer (the
 /// accumulation of a micro-batch's weight gradient), after a copy otherwise.
+/// Batched products run one sgemm per batch entry, in order.
 void runMatMul(const KernelInstance &k) {
-  int64_t m = k.ints[0], n = k.ints[1], kk = k.ints[2];
-  if (m == 0 || n == 0) return;
-  bool accumulate = k.in.size() == 3;
+  const int64_t m = k.ints[0], n = k.ints[1], kk = k.ints[2];
+  const size_t batch = k.strides[0].size();
+  const int64_t total = m * n * int64_t(batch);
+  if (total == 0) return;
+  const bool accumulate = k.in.size() == 3;
   if (accumulate && k.in[2].data != k.out.data)
-    std::memcpy(k.out.data, k.in[2].data, size_t(m * n) * 4);
+    std::memcpy(k.out.data, k.in[2].data, size_t(total) * 4);
   if (kk == 0) {
-    if (!accumulate) std::memset(k.out.data, 0, size_t(m * n) * 4);
+    if (!accumulate) std::memset(k.out.data, 0, size_t(total) * 4);
     return;
   }
-  if (m * n * kk <= kSmallProduct) {
-    if (!accumulate) std::memset(k.out.data, 0, size_t(m * n) * 4);
-    smallMatMul(k, m, n, kk);
-    return;
+  const bool small = m * n * kk <= kSmallProduct;
+  if (small && !accumulate) std::memset(k.out.data, 0, size_t(total) * 4);
+  for (size_t e = 0; e < batch; ++e) {
+    const float *a = k.in[0].f() + k.strides[0][e], *b = k.in[1].f() + k.strides[1][e];
+    float *o = k.out.f() + int64_t(e) * m * n;
+    if (small) {
+      smallMatMul(k, a, b, o, m, n, kk);
+      continue;
+    }
+    cblas_sgemm(CblasRowMajor, k.ints[5] ? CblasTrans : CblasNoTrans,
+                k.ints[6] ? CblasTrans : CblasNoTrans, int(m), int(n), int(kk), 1.0f, a,
+                int(k.ints[3]), b, int(k.ints[4]), accumulate ? 1.0f : 0.0f, o,
+                int(std::max<int64_t>(1, n)));
   }
-  cblas_sgemm(CblasRowMajor, k.ints[5] ? CblasTrans : CblasNoTrans,
-              k.ints[6] ? CblasTrans : CblasNoTrans, int(m), int(n), int(kk), 1.0f, k.in[0].f(),
-              int(k.ints[3]), k.in[1].f(), int(k.ints[4]), accumulate ? 1.0f : 0.0f, k.out.f(),
-              int(std::max<int64_t>(1, n)));
 }
 
 } // namespace

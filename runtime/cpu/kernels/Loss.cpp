@@ -36,16 +36,18 @@ void runMse(const KernelInstance &k) {
   k.out.f()[0] = float(s / double(k.in[0].numel));
 }
 
-// outer = rows N, axis = classes C.
+// outer = rows (every axis but the last), axis = classes C, ints[0] =
+// ignore_index.
 void prepareCrossEntropy(KernelInstance &k, bool grad) {
   const TensorArg &logits = k.in[0], &labels = k.in[1];
   requireDType(logits, plan::DType::F32, "operand 'logits'");
   requireDType(labels, plan::DType::I32, "operand 'labels'");
-  if (logits.rank() != 2 || labels.rank() != 1 || logits.shape[0] != labels.shape[0] ||
-      logits.shape[1] < 1)
+  if (logits.rank() < 2 || labels.rank() != logits.rank() - 1 ||
+      !std::equal(labels.shape.begin(), labels.shape.end(), logits.shape.begin()) ||
+      logits.shape.back() < 1)
     throw RuleError("shape mismatch: " + plan::shapeText(logits.shape) + " x " +
                     plan::shapeText(labels.shape) +
-                    " (expected logits f32[N,C] and labels i32[N])");
+                    " (expected logits f32[N,C] and labels i32[N], or f32[...,C] and i32[...])");
   requireDType(k.out, plan::DType::F32, "the result");
   if (grad) {
     requireDType(k.in[2], plan::DType::F32, "operand 'dy'");
@@ -54,9 +56,12 @@ void prepareCrossEntropy(KernelInstance &k, bool grad) {
   } else if (k.out.numel != 1) {
     throw RuleError("result must be a scalar, got " + plan::shapeText(k.out.shape));
   }
-  k.outer = logits.shape[0];
-  k.axis = logits.shape[1];
+  k.axis = logits.shape.back();
+  k.outer = labels.numel;
+  k.ints = {attrInt(k.attrMap(), "ignore_index", -100)};
 }
+
+bool ignored(const KernelInstance &k, int64_t row) { return k.in[1].i()[row] == k.ints[0]; }
 
 int64_t checkedLabel(const KernelInstance &k, int64_t row) {
   int32_t v = k.in[1].i()[row];
@@ -64,6 +69,13 @@ int64_t checkedLabel(const KernelInstance &k, int64_t row) {
     throw RuleError("label " + std::to_string(v) + " out of range [0, " +
                     std::to_string(k.axis) + ") at row " + std::to_string(row));
   return v;
+}
+
+/// Rows whose label is not ignore_index: the mean's divisor.
+int64_t countedRows(const KernelInstance &k) {
+  int64_t counted = 0;
+  for (int64_t n = 0; n < k.outer; ++n) counted += ignored(k, n) ? 0 : 1;
+  return counted;
 }
 
 /// log-sum-exp of one row, in double.
@@ -74,24 +86,32 @@ double logSumExp(const float *x, int64_t c) {
   return mx + std::log(sum);
 }
 
+/// Every row ignored gives 0 / 0: NaN, as in PyTorch.
 void runCrossEntropy(const KernelInstance &k) {
   const float *x = k.in[0].f();
-  int64_t c = k.axis;
+  int64_t c = k.axis, counted = 0;
   double s = 0;
   for (int64_t n = 0; n < k.outer; ++n) {
+    if (ignored(k, n)) continue;
     int64_t label = checkedLabel(k, n);
     const float *row = x + n * c;
     s -= double(row[label]) - logSumExp(row, c);
+    ++counted;
   }
-  k.out.f()[0] = float(s / double(k.outer));
+  k.out.f()[0] = float(s / double(counted));
 }
 
+/// Ignored rows get zero; every row ignored: all zero.
 void runCrossEntropyGrad(const KernelInstance &k) {
   const float *x = k.in[0].f();
   float *o = k.out.f();
-  int64_t c = k.axis;
-  double g = double(k.in[2].f()[0]) / double(k.outer);
+  int64_t c = k.axis, counted = countedRows(k);
+  double g = counted ? double(k.in[2].f()[0]) / double(counted) : 0.0;
   for (int64_t n = 0; n < k.outer; ++n) {
+    if (ignored(k, n)) {
+      std::fill(o + n * c, o + (n + 1) * c, 0.f);
+      continue;
+    }
     int64_t label = checkedLabel(k, n);
     const float *row = x + n * c;
     double lse = logSumExp(row, c);

@@ -93,7 +93,7 @@ void prepareSlice(KernelInstance &k) {
   const TensorArg &x = k.in[0];
   requireBlockDType(x, k.out, "operand 'x'");
   int64_t axis = normAxis(attrInt(k.attrMap(), "axis", 0), x.rank(), x.shape);
-  int64_t start = attrInt(k.attrMap(), "start", 0), stop = attrInt(k.attrMap(), "stop", 0);
+  int64_t start = attrInt(k.attrMap(), "start", 0), stop = attrInt(k.attrMap(), "end", 0);
   int64_t dim = x.shape[size_t(axis)];
   if (start < 0 || start >= stop || stop > dim)
     throw RuleError("slice [" + std::to_string(start) + ", " + std::to_string(stop) +
@@ -117,35 +117,47 @@ void runSlice(const KernelInstance &k) {
     std::memcpy(out + o * outRow * 4, in + (o * inRow + offset) * 4, size_t(outRow) * 4);
 }
 
-// concat: ints = {outer, a row (a's axis * inner), b row (b's axis * inner)}.
+// concat: ints = {outer, row of operand 0, row of operand 1, ...}, a row
+// being the operand's extent along the axis times the inner extent.
 void prepareConcat(KernelInstance &k) {
-  const TensorArg &a = k.in[0], &b = k.in[1];
-  requireBlockDType(a, k.out, "operand 'a'");
-  requireBlockDType(b, k.out, "operand 'b'");
-  int64_t axis = normAxis(attrInt(k.attrMap(), "axis", 0), a.rank(), a.shape);
-  std::vector<int64_t> want = a.shape;
-  bool ok = a.rank() == b.rank();
-  for (int64_t i = 0; ok && i < a.rank(); ++i)
-    ok = i == axis || a.shape[size_t(i)] == b.shape[size_t(i)];
-  if (ok) want[size_t(axis)] += b.shape[size_t(axis)];
+  const TensorArg &first = k.in[0];
+  for (size_t i = 0; i < k.in.size(); ++i)
+    requireBlockDType(k.in[i], k.out, "operand " + std::to_string(i));
+  int64_t axis = normAxis(attrInt(k.attrMap(), "axis", 0), first.rank(), first.shape);
+  std::vector<int64_t> want = first.shape;
+  want[size_t(axis)] = 0;
+  bool ok = true;
+  std::string list;
+  for (const TensorArg &x : k.in) {
+    list += (list.empty() ? "" : ", ") + plan::shapeText(x.shape);
+    ok = ok && x.rank() == first.rank();
+    for (int64_t i = 0; ok && i < x.rank(); ++i)
+      ok = i == axis || x.shape[size_t(i)] == first.shape[size_t(i)];
+    if (ok) want[size_t(axis)] += x.shape[size_t(axis)];
+  }
   if (!ok || k.out.shape != want)
     throw RuleError("result " + plan::shapeText(k.out.shape) + " does not match concatenating " +
-                    plan::shapeText(a.shape) + " and " + plan::shapeText(b.shape) + " along axis " +
-                    std::to_string(axis));
-  int64_t inner = extent(a.shape, axis + 1, a.rank());
-  k.ints = {extent(a.shape, 0, axis), a.shape[size_t(axis)] * inner,
-            b.shape[size_t(axis)] * inner};
+                    list + " along axis " + std::to_string(axis));
+  int64_t inner = extent(first.shape, axis + 1, first.rank());
+  k.ints = {extent(first.shape, 0, axis)};
+  for (const TensorArg &x : k.in) k.ints.push_back(x.shape[size_t(axis)] * inner);
 }
 
 void runConcat(const KernelInstance &k) {
-  const int64_t outer = k.ints[0], rowA = k.ints[1], rowB = k.ints[2], row = rowA + rowB;
-  const char *a = static_cast<const char *>(k.in[0].data);
-  const char *b = static_cast<const char *>(k.in[1].data);
+  const int64_t outer = k.ints[0];
+  int64_t row = 0;
+  for (size_t i = 1; i < k.ints.size(); ++i) row += k.ints[i];
   char *out = static_cast<char *>(k.out.data);
-  for (int64_t o = 0; o < outer; ++o) {
+  int64_t at = 0; // element offset of the operand's block in an output row
+  for (size_t i = 0; i < k.in.size(); ++i) {
+    const int64_t r = k.ints[i + 1];
     // An operand with no elements may have no buffer: skip zero-byte copies.
-    if (rowA) std::memcpy(out + o * row * 4, a + o * rowA * 4, size_t(rowA) * 4);
-    if (rowB) std::memcpy(out + (o * row + rowA) * 4, b + o * rowB * 4, size_t(rowB) * 4);
+    if (r) {
+      const char *x = static_cast<const char *>(k.in[i].data);
+      for (int64_t o = 0; o < outer; ++o)
+        std::memcpy(out + (o * row + at) * 4, x + o * r * 4, size_t(r) * 4);
+    }
+    at += r;
   }
 }
 
@@ -156,7 +168,7 @@ const CpuKernel Reshape{prepareReshape, runByteCopy, 1, 1};
 const CpuKernel Transpose{prepareTranspose, runStridedCopyKernel, 1, 1};
 const CpuKernel Fill{prepareFill, runFill, 0, 0};
 const CpuKernel Slice{prepareSlice, runSlice, 1, 1};
-const CpuKernel Concat{prepareConcat, runConcat, 2, 2};
+const CpuKernel Concat{prepareConcat, runConcat, 1, kAnyInputs};
 } // namespace kernels::Shape
 
 /// Shared with Device.cpp.

@@ -1,8 +1,9 @@
-//===- runtime/cpu/kernels/Softmax.cpp - softmax, log_softmax, grad -----===//
+//===- runtime/cpu/kernels/Softmax.cpp - softmax, its grad, causal_mask -===//
 //
 // Along one axis of a buffer viewed as [outer, axis, inner]: each lane is
 // normalised stably (maximum subtracted first), with the exponential sum in
-// double like the reference kernel.
+// double like the reference kernel. causal_mask, which prepares attention
+// scores for softmax, lives here too.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/CpuKernel.h"
@@ -70,9 +71,38 @@ void runSoftmaxGrad(const KernelInstance &k) {
     }
 }
 
+// causal_mask: ints = {rows, cols} of the last two axes; scalar = value.
+void prepareCausalMask(KernelInstance &k) {
+  requireDType(k.in[0], plan::DType::F32, "operand 'x'");
+  requireSameShape(k.in[0], k.out, "operand and result");
+  if (k.out.rank() < 2)
+    throw RuleError("causal_mask needs rank >= 2, got " + plan::shapeText(k.out.shape));
+  k.ints = {k.out.shape[size_t(k.out.rank() - 2)], k.out.shape[size_t(k.out.rank() - 1)]};
+  k.scalar = attrFloat(k.attrMap(), "value", -1e9);
+}
+
+/// Row i of each [rows, cols] matrix keeps columns 0..i and gets `value`
+/// after; in place when the plan gives the result x's buffer.
+void runCausalMask(const KernelInstance &k) {
+  const int64_t rows = k.ints[0], cols = k.ints[1];
+  const float value = float(k.scalar);
+  const float *x = k.in[0].f();
+  float *o = k.out.f();
+  if (rows == 0 || cols == 0) return;
+  for (int64_t base = 0; base < k.out.numel; base += rows * cols)
+    for (int64_t i = 0; i < rows; ++i) {
+      const float *px = x + base + i * cols;
+      float *po = o + base + i * cols;
+      const int64_t keep = std::min(cols, i + 1);
+      if (po != px) std::copy(px, px + keep, po);
+      std::fill(po + keep, po + cols, value);
+    }
+}
+
 } // namespace
 
 namespace kernels::Softmax {
+const CpuKernel CausalMask{prepareCausalMask, runCausalMask, 1, 1};
 const CpuKernel Softmax{[](KernelInstance &k) { prepareLanes(k, 1); }, runSoftmax<false>, 1, 1};
 const CpuKernel LogSoftmax{[](KernelInstance &k) { prepareLanes(k, 1); }, runSoftmax<true>, 1, 1};
 const CpuKernel SoftmaxGrad{[](KernelInstance &k) { prepareLanes(k, 2); }, runSoftmaxGrad, 2, 2};

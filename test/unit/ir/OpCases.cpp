@@ -172,6 +172,8 @@ std::vector<OpCase> buildCases() {
   add(OpKind::Reshape, "swap", {f32({2, 3})}, {{"shape", std::vector<int64_t>{3, 2}}});
   add(OpKind::Reshape, "flatten", {f32({2, 3})}, {{"shape", std::vector<int64_t>{-1}}});
   add(OpKind::Reshape, "infer", {f32({2, 3, 4})}, {{"shape", std::vector<int64_t>{4, -1}}});
+  add(OpKind::Reshape, "labels", {i32({2, 3})}, {{"shape", std::vector<int64_t>{6}}},
+      {integers(0, 9)});
   add(OpKind::Reshape, "to_scalar", {f32({1, 1})}, {{"shape", std::vector<int64_t>{}}});
   add(OpKind::Transpose, "reverse", {f32({2, 3})});
   add(OpKind::Transpose, "rotate", {f32({2, 3, 4})}, {{"perm", std::vector<int64_t>{1, 2, 0}}});
@@ -284,6 +286,14 @@ std::vector<OpCase> buildCases() {
       {{"num_embeddings", int64_t(5)}}, {integers(0, 4)});
   add(OpKind::EmbeddingGrad, "unused_rows", {i32({2}), f32({2, 3})},
       {{"num_embeddings", int64_t(6)}}, {integers(0, 5)});
+
+  // Random ops: the mask is a function of the attributes (and the seed and
+  // step, 0 and 1 here), so shapes, gradients and kernels check as usual.
+  add(OpKind::Dropout, "half", {f32({4, 8})}, {{"p", 0.5}, {"key", std::string("d")}});
+  add(OpKind::Dropout, "offset", {f32({3, 5})},
+      {{"p", 0.2}, {"key", std::string("d")}, {"offset", int64_t(1000)}});
+  add(OpKind::Dropout, "own_name", {f32({7})}, {{"p", 0.9}});
+  add(OpKind::Dropout, "keep_all", {f32({2, 3})}, {{"p", 0.0}});
 
   // Device ops.
   add(OpKind::Copy, "matrix", {f32({3, 4})});

@@ -82,8 +82,9 @@ TEST(ShapeRule, DTypeIsF32) {
   EXPECT_NE(e.find("relu operand 'x' must be f32, got i32[2]"), std::string::npos) << e;
   EXPECT_NE(ruleError(OpKind::MatMul, {i32({2, 2}), f32({2, 2})}), "");
   EXPECT_NE(ruleError(OpKind::Sum, {i32({2, 2})}), "");
-  EXPECT_NE(ruleError(OpKind::Reshape, {i32({2, 2})}, {{"shape", Shape{4}}}), "");
-  // copy and stop_gradient carry any dtype (labels cross devices too).
+  // reshape, copy and stop_gradient carry i32 too (labels are reshaped and
+  // cross devices).
+  EXPECT_EQ(infer(OpKind::Reshape, {i32({2, 2})}, {{"shape", Shape{4}}}), i32({4}));
   EXPECT_EQ(infer(OpKind::Copy, {i32({4})}), i32({4}));
   EXPECT_EQ(infer(OpKind::StopGradient, {i32({4})}), i32({4}));
 }

@@ -1,0 +1,47 @@
+//===- runtime/cpu/kernels/Random.cpp - dropout -------------------------===//
+//
+// The mask is drawn per element from the counter-based generator of
+// support/Philox.h, keyed by the plan's seed and the instruction's `key`, at
+// the running step, so it matches the reference interpreter's and the CUDA
+// kernel's bit for bit (see ir/ops/Random.cpp).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/CpuKernel.h"
+
+#include "support/Philox.h"
+
+namespace mpc::runtime::cpu {
+
+namespace {
+
+// ints = {key word 0, key word 1, threshold, offset}; scalar = 1 / (1 - p).
+void prepareDropout(KernelInstance &k) {
+  requireDType(k.in[0], plan::DType::F32, "operand 'x'");
+  requireSameShape(k.in[0], k.out, "operand and result");
+  const double p = attrFloat(k.attrMap(), "p", 0.5);
+  if (!(p >= 0.0 && p < 1.0))
+    throw RuleError("attribute 'p' must be in [0, 1), got " + std::to_string(p));
+  const philox::Key key =
+      philox::dropoutKey(k.seed, philox::nameHash(attrString(k.attrMap(), "key", "")));
+  k.ints = {key.k0, key.k1, philox::dropThreshold(p), attrInt(k.attrMap(), "offset", 0)};
+  k.scalar = 1.0 / (1.0 - p);
+}
+
+void runDropout(const KernelInstance &k) {
+  const philox::Key key{uint32_t(k.ints[0]), uint32_t(k.ints[1])};
+  const uint32_t threshold = uint32_t(k.ints[2]);
+  const uint64_t offset = uint64_t(k.ints[3]), step = uint64_t(k.step ? *k.step : 1);
+  const float scale = float(k.scalar);
+  const float *x = k.in[0].f();
+  float *o = k.out.f();
+  for (int64_t i = 0; i < k.out.numel; ++i)
+    o[i] = philox::dropoutKeep(key, step, offset + uint64_t(i), threshold) ? x[i] * scale : 0.f;
+}
+
+} // namespace
+
+namespace kernels::Random {
+const CpuKernel Dropout{prepareDropout, runDropout, 1, 1};
+} // namespace kernels::Random
+
+} // namespace mpc::runtime::cpu

@@ -1,0 +1,60 @@
+//===- runtime/cuda/kernels/Random.cu - dropout -------------------------===//
+//
+// The CUDA side of the Random family, host record included (as for
+// Elementwise). The mask comes from support/Philox.h's counter-based
+// generator with the same key, step and element index as the CPU kernel and
+// the reference interpreter, so all three agree bit for bit. The step is
+// read when the launch is enqueued, from the device's running step.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/kernels/Common.cuh"
+#include "runtime/cuda/kernels/Prepare.h"
+
+#include "support/Philox.h"
+
+namespace mpc::runtime::cuda {
+
+using namespace detail;
+
+namespace {
+
+__global__ void dropoutKernel(const float *__restrict__ x, float *__restrict__ y, int64_t n,
+                              philox::Key key, uint64_t step, uint64_t offset,
+                              uint32_t threshold, float scale) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = philox::dropoutKeep(key, step, offset + uint64_t(i), threshold) ? x[i] * scale : 0.f;
+}
+
+Launch prepareDropout(const KernelOperands &k) {
+  requireArity(k, 1, 1);
+  requireF32(k.inputs[0]);
+  requireF32(k.output);
+  requireSameCount(k.inputs[0], k.output);
+  const double p = attrFloat(k.instr->attrs, "p", 0.5);
+  if (!(p >= 0.0 && p < 1.0))
+    throw RuleError("attribute 'p' must be in [0, 1), got " + std::to_string(p));
+  const philox::Key key =
+      philox::dropoutKey(k.ctx.seed, philox::nameHash(attrString(k.instr->attrs, "key", "")));
+  const uint32_t threshold = philox::dropThreshold(p);
+  const uint64_t offset = uint64_t(attrInt(k.instr->attrs, "offset", 0));
+  const float scale = float(1.0 / (1.0 - p));
+  const float *x = cf(k.inPtr[0]);
+  float *y = f(k.outPtr);
+  const int64_t n = k.output->numElements();
+  const int64_t *step = k.ctx.step;
+  cudaStream_t s = k.ctx.stream;
+  return [=] {
+    if (n == 0) return;
+    dropoutKernel<<<gridFor(n), kThreads, 0, s>>>(x, y, n, key, uint64_t(step ? *step : 1),
+                                                  offset, threshold, scale);
+  };
+}
+
+} // namespace
+
+namespace kernels::Random {
+const CudaKernel Dropout{nullptr, prepareDropout};
+} // namespace kernels::Random
+
+} // namespace mpc::runtime::cuda
