@@ -364,3 +364,51 @@ INSTANTIATE_TEST_SUITE_P(AllOps, ReferenceCase, ::testing::ValuesIn(everyCase())
 
 } // namespace
 } // namespace mpc::ir
+
+namespace mpc::ir {
+namespace {
+
+/// dropout's mask: about 1 - p of the elements kept, each scaled by
+/// 1 / (1 - p); another step, seed or key draws another mask; `offset`
+/// shifts the element index (a micro-batch's copy draws its part of the
+/// whole batch's mask); p = 0 keeps everything.
+TEST(Reference, DropoutMask) {
+  const size_t n = 100000;
+  RefTensor x({int64_t(n)});
+  for (size_t i = 0; i < n; ++i) x.data[i] = 1.0 + double(i % 7);
+  // The run's seed and step reach the reference kernel as the attributes
+  // `seed` and `step`, which the interpreter adds (defaults 0 and 1).
+  auto run = [&](AttrMap extra) {
+    AttrMap a = completeAttrs(opInfo(OpKind::Dropout), {{"p", 0.25}, {"key", std::string("d")}});
+    for (auto &[k, v] : extra) a[k] = v;
+    RefTensor out({int64_t(n)});
+    std::vector<RefTensor *> ops = {&x};
+    opInfo(OpKind::Dropout).reference(ops, a, out);
+    return out;
+  };
+  RefTensor base = run({});
+  size_t kept = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (base.data[i] == 0.0) continue;
+    ++kept;
+    ASSERT_DOUBLE_EQ(base.data[i], x.data[i] / 0.75) << i;
+  }
+  EXPECT_NEAR(double(kept) / double(n), 0.75, 0.01);
+  auto differs = [&](const RefTensor &t) {
+    size_t d = 0;
+    for (size_t i = 0; i < n; ++i) d += (t.data[i] == 0.0) != (base.data[i] == 0.0);
+    return d;
+  };
+  EXPECT_GT(differs(run({{"step", int64_t(2)}})), n / 10);
+  EXPECT_GT(differs(run({{"seed", int64_t(1)}})), n / 10);
+  EXPECT_GT(differs(run({{"key", std::string("e")}})), n / 10);
+  EXPECT_EQ(differs(run({{"step", int64_t(1)}, {"seed", int64_t(0)}})), 0u);
+  RefTensor shifted = run({{"offset", int64_t(1000)}});
+  for (size_t i = 0; i + 1000 < n; ++i)
+    ASSERT_EQ(shifted.data[i] == 0.0, base.data[i + 1000] == 0.0) << i;
+  RefTensor all = run({{"p", 0.0}});
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(all.data[i], x.data[i]);
+}
+
+} // namespace
+} // namespace mpc::ir

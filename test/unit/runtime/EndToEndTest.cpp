@@ -153,6 +153,59 @@ const char *kManyOpsJson = R"({
   "optimizer": {"adamw": {"lr": 0.01, "weight_decay": 0.05}}
 })";
 
+/// A two-device transformer block over the ops of real models: embedding
+/// (its table tied to the output layer across the devices), layer_norm,
+/// batched attention matmuls with causal_mask, dropout (its masks follow the
+/// step), gelu's tanh form, and cross-entropy over [B,T,V] logits with an
+/// ignored label.
+const char *kTransformerJson = R"({
+  "mpc": 1,
+  "name": "transformer",
+  "inputs": {"ids": {"shape": [2, 4], "dtype": "i32"}, "labels": {"shape": [2, 4], "dtype": "i32"}},
+  "params": {
+    "table": {"shape": [5, 8], "init": {"normal": {"std": 0.5}}, "device": "a"},
+    "g": {"shape": [8], "init": {"constant": 1.0}, "device": "a"},
+    "b": {"shape": [8], "init": "zeros", "device": "a"},
+    "wq": {"shape": [8, 8], "init": {"xavier": {"magnitude": 2.0}}, "device": "a"},
+    "wk": {"shape": [8, 8], "init": {"xavier": {"magnitude": 2.0}}, "device": "a"},
+    "wv": {"shape": [8, 8], "init": {"xavier": {"magnitude": 2.0}}, "device": "a"},
+    "w1": {"shape": [8, 16], "init": {"xavier": {"magnitude": 2.0}}, "device": "b"},
+    "w2": {"shape": [16, 8], "init": {"xavier": {"magnitude": 2.0}}, "device": "b"}
+  },
+  "nodes": [
+    {"name": "e", "op": "embedding", "inputs": ["ids", "table"], "device": "a"},
+    {"name": "n", "op": "layer_norm", "inputs": ["e", "g", "b"]},
+    {"name": "q", "op": "matmul", "inputs": ["n", "wq"]},
+    {"name": "k", "op": "matmul", "inputs": ["n", "wk"]},
+    {"name": "v", "op": "matmul", "inputs": ["n", "wv"]},
+    {"name": "q4", "op": "reshape", "inputs": ["q"], "attrs": {"shape": [2, 4, 2, 4]}},
+    {"name": "k4", "op": "reshape", "inputs": ["k"], "attrs": {"shape": [2, 4, 2, 4]}},
+    {"name": "v4", "op": "reshape", "inputs": ["v"], "attrs": {"shape": [2, 4, 2, 4]}},
+    {"name": "qh", "op": "transpose", "inputs": ["q4"], "attrs": {"perm": [0, 2, 1, 3]}},
+    {"name": "kh", "op": "transpose", "inputs": ["k4"], "attrs": {"perm": [0, 2, 1, 3]}},
+    {"name": "vh", "op": "transpose", "inputs": ["v4"], "attrs": {"perm": [0, 2, 1, 3]}},
+    {"name": "s", "op": "matmul", "inputs": ["qh", "kh"], "attrs": {"transpose_b": true}},
+    {"name": "s2", "op": "scale", "inputs": ["s"], "attrs": {"value": 0.5}},
+    {"name": "m", "op": "causal_mask", "inputs": ["s2"]},
+    {"name": "p", "op": "softmax", "inputs": ["m"]},
+    {"name": "pd", "op": "dropout", "inputs": ["p"], "attrs": {"p": 0.25}},
+    {"name": "c", "op": "matmul", "inputs": ["pd", "vh"], "device": "b"},
+    {"name": "ct", "op": "transpose", "inputs": ["c"], "attrs": {"perm": [0, 2, 1, 3]}},
+    {"name": "c3", "op": "reshape", "inputs": ["ct"], "attrs": {"shape": [2, 4, 8]}},
+    {"name": "r", "op": "add", "inputs": ["e", "c3"]},
+    {"name": "f", "op": "matmul", "inputs": ["r", "w1"]},
+    {"name": "f2", "op": "gelu", "inputs": ["f"], "attrs": {"approximate": "tanh"}},
+    {"name": "f3", "op": "matmul", "inputs": ["f2", "w2"]},
+    {"name": "r2", "op": "add", "inputs": ["r", "f3"]},
+    {"name": "logits", "op": "matmul", "inputs": ["r2", "table"], "attrs": {"transpose_b": true}},
+    {"name": "loss", "op": "softmax_cross_entropy", "inputs": ["logits", "labels"],
+     "attrs": {"ignore_index": 2}}
+  ],
+  "loss": "loss",
+  "outputs": ["logits"],
+  "optimizer": {"adam": {"lr": 0.01}}
+})";
+
 struct Compiled {
   std::unique_ptr<ir::Graph> graph; ///< the training graph (for the interpreter)
   plan::Plan plan;                  ///< after a round trip through plan.bin bytes
@@ -213,6 +266,8 @@ TEST(EndToEnd, MlpWithCrossEntropyMatchesInterpreter) { checkAgainstInterpreter(
 TEST(EndToEnd, ManyOpsMatchInterpreter) { checkAgainstInterpreter(kManyOpsJson, 5); }
 
 TEST(EndToEnd, SliceAndConcatMatchInterpreter) { checkAgainstInterpreter(kSliceConcatJson, 5); }
+
+TEST(EndToEnd, TransformerBlockMatchesInterpreter) { checkAgainstInterpreter(kTransformerJson, 5); }
 
 /// A random model over the op set: a chain of dense layers, activations,
 /// binary ops with earlier values, softmax/log_softmax, centring by a mean,
