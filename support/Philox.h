@@ -29,9 +29,12 @@ struct Key {
   uint32_t k0 = 0, k1 = 0;
 };
 
-/// The first 32-bit word of Philox4x32-10 of counter (c0, c1, c2, c3).
-MPC_HOST_DEVICE inline uint32_t word0(Key key, uint32_t c0, uint32_t c1, uint32_t c2,
-                                      uint32_t c3) {
+/// The four 32-bit words of Philox4x32-10 of counter (c0, c1, c2, c3).
+struct Block {
+  uint32_t w[4];
+};
+
+MPC_HOST_DEVICE inline Block block(Key key, uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3) {
   constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
   constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
   for (int round = 0; round < 10; ++round) {
@@ -45,7 +48,13 @@ MPC_HOST_DEVICE inline uint32_t word0(Key key, uint32_t c0, uint32_t c1, uint32_
     key.k0 += kW0;
     key.k1 += kW1;
   }
-  return c0;
+  return {{c0, c1, c2, c3}};
+}
+
+/// The words of elements 4b .. 4b+3 at `step`: the block of counter
+/// (b, step). Each Philox call serves four consecutive elements.
+MPC_HOST_DEVICE inline Block dropoutBlock(Key key, uint64_t step, uint64_t b) {
+  return block(key, uint32_t(b), uint32_t(b >> 32), uint32_t(step), uint32_t(step >> 32));
 }
 
 /// 64-bit FNV-1a of a node name: the part of the key that tells dropout
@@ -66,12 +75,11 @@ inline Key dropoutKey(uint64_t seed, uint64_t nameHash) {
 }
 
 /// Whether element `index` (of the whole batch) survives at training step
-/// `step`: a uniform 32-bit word against the threshold p * 2^32
-/// (dropThreshold).
+/// `step`: its uniform 32-bit word (word index % 4 of the block index / 4)
+/// against the threshold p * 2^32 (dropThreshold).
 MPC_HOST_DEVICE inline bool dropoutKeep(Key key, uint64_t step, uint64_t index,
                                         uint32_t threshold) {
-  return word0(key, uint32_t(index), uint32_t(index >> 32), uint32_t(step),
-               uint32_t(step >> 32)) >= threshold;
+  return dropoutBlock(key, step, index >> 2).w[index & 3] >= threshold;
 }
 
 /// p in [0, 1) as the 32-bit threshold below which an element is dropped.

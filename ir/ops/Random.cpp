@@ -53,6 +53,8 @@ void dropoutRef(RefOps o, const AttrMap &a, RefTensor &out) {
   const uint64_t step = uint64_t(a.count("step") ? getInt(a, "step") : 1);
   const uint64_t offset = uint64_t(getInt(a, "offset"));
   const double scale = 1.0 / (1.0 - p);
+  // Element by element, with no shared block (the kernels share one Philox
+  // block among four elements; the mask is the same).
   for (size_t i = 0; i < out.data.size(); ++i)
     out.data[i] = philox::dropoutKeep(key, step, offset + i, threshold)
                       ? o[0]->data[i] * scale

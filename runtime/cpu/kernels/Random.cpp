@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/CpuKernel.h"
+#include "runtime/cpu/kernels/VectorMath.h"
 
 #include "support/Philox.h"
 
@@ -34,8 +35,7 @@ void runDropout(const KernelInstance &k) {
   const float scale = float(k.scalar);
   const float *x = k.in[0].f();
   float *o = k.out.f();
-  for (int64_t i = 0; i < k.out.numel; ++i)
-    o[i] = philox::dropoutKeep(key, step, offset + uint64_t(i), threshold) ? x[i] * scale : 0.f;
+  vmath::dropoutLoop(x, o, k.out.numel, key.k0, key.k1, step, offset, threshold, scale);
 }
 
 } // namespace

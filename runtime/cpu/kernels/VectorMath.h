@@ -142,6 +142,10 @@ namespace mpc::runtime::cpu::vmath {
 void expLoop(const float *x, float *o, int64_t n);
 void logLoop(const float *x, float *o, int64_t n);
 void tanhLoop(const float *x, float *o, int64_t n);
+/// dropout: o[i] = x[i] * scale where element offset + i survives (the
+/// Philox mask of support/Philox.h with key (k0, k1) at `step`), else 0.
+void dropoutLoop(const float *x, float *o, int64_t n, uint32_t k0, uint32_t k1, uint64_t step,
+                 uint64_t offset, uint32_t threshold, float scale);
 void sigmoidLoop(const float *x, float *o, int64_t n);
 
 /// The fused backward of the activations, from their results y: one pass

@@ -293,6 +293,10 @@ std::vector<OpCase> buildCases() {
   add(OpKind::Dropout, "offset", {f32({3, 5})},
       {{"p", 0.2}, {"key", std::string("d")}, {"offset", int64_t(1000)}});
   add(OpKind::Dropout, "own_name", {f32({7})}, {{"p", 0.9}});
+  // Long enough for the kernels' blocks of 32 elements, between partial
+  // blocks at both ends (offset 3 is not a multiple of 4).
+  add(OpKind::Dropout, "long", {f32({5, 17})},
+      {{"p", 0.3}, {"key", std::string("d")}, {"offset", int64_t(3)}});
   add(OpKind::Dropout, "keep_all", {f32({2, 3})}, {{"p", 0.0}});
 
   // Device ops.
