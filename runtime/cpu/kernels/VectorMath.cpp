@@ -31,6 +31,14 @@ MPC_SIMD_CLONES void tanhLoop(const float *x, float *o, int64_t n) {
   for (int64_t i = 0; i < n; ++i) o[i] = fastTanh(x[i]);
 }
 
+MPC_SIMD_CLONES void geluLoop(const float *x, float *o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = fastGelu(x[i]);
+}
+
+MPC_SIMD_CLONES void geluGradLoop(const float *x, const float *dy, float *o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = dy[i] * fastGeluDeriv(x[i]);
+}
+
 MPC_SIMD_CLONES void sigmoidLoop(const float *x, float *o, int64_t n) {
   for (int64_t i = 0; i < n; ++i) o[i] = fastSigmoid(x[i]);
 }

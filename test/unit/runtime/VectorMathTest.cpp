@@ -87,6 +87,37 @@ TEST(VectorMath, SigmoidIsWithinTwoUlps) {
       << "at " << worst;
 }
 
+/// gelu (erf form) and its derivative against libm's erfc in double (erfc,
+/// not 1 + erf, keeps the left tail's relative accuracy); the bounds are
+/// those VectorMath.h states.
+TEST(VectorMath, GeluIsWithinEightUlps) {
+  float worst = 0;
+  auto gelu = [](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); };
+  EXPECT_LE(maxUlps(geluLoop, gelu, -13.0f, 20.0f, &worst), 8) << "worst at x = " << worst;
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> special = {0.0f, -0.0f, inf, -inf, std::nanf("")}, out(5);
+  geluLoop(special.data(), out.data(), 5);
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_TRUE(std::signbit(out[1]));
+  EXPECT_EQ(out[2], inf);
+  EXPECT_TRUE(std::isnan(out[3])); // -inf * 0, as the double formula gives
+  EXPECT_TRUE(std::isnan(out[4]));
+  // Its backward, with dy = 1, held to the kernels' tolerance (1e-6 of
+  // relative or absolute error: the derivative crosses zero near -0.75).
+  std::vector<float> xs, ones, got;
+  for (float x = -12.0f; x <= 12.0f; x += 0.001f) xs.push_back(x);
+  ones.assign(xs.size(), 1.0f);
+  got.resize(xs.size());
+  geluGradLoop(xs.data(), ones.data(), got.data(), int64_t(xs.size()));
+  for (size_t i = 0; i < xs.size(); ++i) {
+    double x = xs[i];
+    double want = 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))) +
+                  x * 0.39894228040143267794 * std::exp(-0.5 * x * x);
+    double err = std::abs(got[i] - want);
+    ASSERT_LE(std::min(err, err / std::abs(want)), 1e-6) << "x = " << x;
+  }
+}
+
 TEST(VectorMath, SpecialValuesAreExact) {
   const float inf = std::numeric_limits<float>::infinity(),
               nan = std::numeric_limits<float>::quiet_NaN();
