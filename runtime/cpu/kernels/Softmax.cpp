@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/CpuKernel.h"
+#include "runtime/cpu/kernels/VectorMath.h"
 
 #include "support/Error.h"
 
@@ -37,7 +38,29 @@ void prepareLanes(KernelInstance &k, int operands) {
   }
 }
 
+/// softmax along the last axis (attention's case): the exponentials go
+/// through the vectorised float exp (VectorMath.h, <= 1 ulp) into the result
+/// row, summed in double, then scaled.
+void runSoftmaxLastAxis(const KernelInstance &k) {
+  const float *x = k.in[0].f();
+  float *o = k.out.f();
+  const int64_t n = k.axis;
+  for (int64_t b = 0; b < k.outer; ++b) {
+    const float *px = x + b * n;
+    float *po = o + b * n;
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < n; ++j) mx = std::max(mx, px[j]);
+    for (int64_t j = 0; j < n; ++j) po[j] = px[j] - mx; // px may be po
+    vmath::expLoop(po, po, n);
+    double sum = 0;
+    for (int64_t j = 0; j < n; ++j) sum += po[j];
+    const float inv = float(1.0 / sum);
+    for (int64_t j = 0; j < n; ++j) po[j] *= inv;
+  }
+}
+
 template <bool Log> void runSoftmax(const KernelInstance &k) {
+  if (!Log && k.inner == 1) return runSoftmaxLastAxis(k);
   const float *x = k.in[0].f();
   float *o = k.out.f();
   int64_t n = k.axis, st = k.inner;
