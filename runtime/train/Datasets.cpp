@@ -166,10 +166,12 @@ std::vector<std::string> loadInit(Executor &ex, const std::string &file) {
     warnings.push_back(file + ": warning: no optimizer state for " + list(missing) +
                        "; it starts from the plan's initial values (--resume continues a run "
                        "from a full checkpoint)");
-  if (!skipped.empty())
+  // An inference plan (no loss, no optimizer) takes a training checkpoint's
+  // weights as they are: its optimizer state and position are not news.
+  if (!skipped.empty() && p.hasLoss)
     warnings.push_back(file + ": warning: skipping optimizer state " + list(skipped) +
                        " that this plan does not have");
-  if (ckpt.resumable)
+  if (ckpt.resumable && p.hasLoss)
     warnings.push_back(file + ": note: checkpoint at step " +
                        std::to_string(ckpt.info.position.step) +
                        "; --init starts a new run at step 1 (--resume would continue it)");
