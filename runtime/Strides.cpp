@@ -29,4 +29,14 @@ std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &in,
   return s;
 }
 
+std::vector<int64_t> unravelIndex(int64_t flat, const std::vector<int64_t> &shape) {
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (size_t i = shape.size(); i-- > 0;)
+    if (shape[i] > 0) {
+      idx[i] = flat % shape[i];
+      flat /= shape[i];
+    }
+  return idx;
+}
+
 } // namespace mpc::runtime

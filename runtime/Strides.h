@@ -3,7 +3,7 @@
 // The index arithmetic both backends build their loops and descriptors
 // from: the element strides of a row-major buffer, and the strides of an
 // operand seen through NumPy broadcasting over a result (0 on broadcast
-// axes).
+// axes), and the multi-index of a flat position.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -21,5 +21,9 @@ std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape);
 /// when `in` does not broadcast to `out`.
 std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &in,
                                       const std::vector<int64_t> &out);
+
+/// The multi-index of row-major element `flat` of `shape` (for messages
+/// that name a position: a bad embedding id).
+std::vector<int64_t> unravelIndex(int64_t flat, const std::vector<int64_t> &shape);
 
 } // namespace mpc::runtime

@@ -29,15 +29,18 @@ struct Key {
   uint32_t k0 = 0, k1 = 0;
 };
 
+/// The round multipliers and the key's Weyl increments of Philox4x32.
+constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
+constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+constexpr int kRounds = 10;
+
 /// The four 32-bit words of Philox4x32-10 of counter (c0, c1, c2, c3).
 struct Block {
   uint32_t w[4];
 };
 
 MPC_HOST_DEVICE inline Block block(Key key, uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3) {
-  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
-  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
-  for (int round = 0; round < 10; ++round) {
+  for (int round = 0; round < kRounds; ++round) {
     const uint64_t p0 = uint64_t(kM0) * c0, p1 = uint64_t(kM1) * c2;
     const uint32_t hi0 = uint32_t(p0 >> 32), lo0 = uint32_t(p0);
     const uint32_t hi1 = uint32_t(p1 >> 32), lo1 = uint32_t(p1);

@@ -27,7 +27,7 @@ public:
   void load(const plan::Plan &plan, uint32_t device) override;
   void upload(uint32_t buffer, const void *src, size_t bytes) override;
   void download(uint32_t buffer, void *dst, size_t bytes) override;
-  void runStep(Transport &transport, int64_t step = 1) override;
+  void runStep(Transport &transport, int64_t step) override;
   DeviceStats stats() const override { return stats_; }
 
   /// Address of buffer `id` in this device's memory (tests).

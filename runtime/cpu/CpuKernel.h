@@ -104,6 +104,7 @@ using plan::attrString;
 using plan::hasAttr;
 using runtime::broadcastStrides;
 using runtime::contiguousStrides;
+using runtime::unravelIndex;
 
 // Operand checks shared by the family files (throw RuleError).
 void requireDType(const TensorArg &t, plan::DType dt, const std::string &what);

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaDevice.h"
 
+#include "runtime/Strides.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaTransport.h"
 #include "runtime/plan/PlanIO.h"
@@ -29,17 +30,6 @@ uint64_t alignUp(uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
 static_assert(sizeof(DataError) <= kAlign, "the DataError record must fit its slot");
 
-/// "[1,2]": the multi-index of flat position `flat` in `shape`.
-std::string indexText(int64_t flat, const std::vector<int64_t> &shape) {
-  std::vector<int64_t> idx(shape.size(), 0);
-  for (size_t i = shape.size(); i-- > 0;)
-    if (shape[i] > 0) {
-      idx[i] = flat % shape[i];
-      flat /= shape[i];
-    }
-  return plan::shapeText(idx);
-}
-
 /// What instruction `in` found: index `value` outside [0, bound) at flat
 /// position `position` of the operand holding the indices (the labels of the
 /// cross-entropy ops, the ids of the embedding ops), worded as the CPU
@@ -54,7 +44,7 @@ std::string badIndexMessage(const plan::Instr &in, const std::vector<plan::Buffe
   if (in.op.rfind("embedding", 0) == 0 && !in.inputs.empty() && in.inputs[0] < bufs.size()) {
     const plan::Buffer &ids = bufs[in.inputs[0]];
     std::string where = saturated ? " at flat position " + std::to_string(position) + at
-                                  : " at ids" + indexText(position, ids.shape);
+                                  : " at ids" + plan::shapeText(unravelIndex(position, ids.shape));
     return "embedding id " + v + where + " " + range;
   }
   return "index " + v + " " + range + " at position " + std::to_string(position) + at;

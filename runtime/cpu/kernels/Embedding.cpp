@@ -18,24 +18,14 @@ namespace mpc::runtime::cpu {
 
 namespace {
 
-/// "(1, 2)": the multi-index of flat position `n` in `shape`.
-std::string positionText(int64_t n, const std::vector<int64_t> &shape) {
-  std::vector<int64_t> idx(shape.size());
-  for (size_t i = shape.size(); i-- > 0;) {
-    idx[i] = shape[i] ? n % shape[i] : 0;
-    n = shape[i] ? n / shape[i] : 0;
-  }
-  std::string s = "(";
-  for (size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + std::to_string(idx[i]);
-  return s + ")";
-}
-
-/// ids[n] checked against [0, V) (V = k.axis).
+/// ids[n] checked against [0, V) (V = k.axis); the message is worded as the
+/// reference kernel and the CUDA runtime word it.
 int64_t checkedId(const KernelInstance &k, int64_t n) {
   const int32_t id = k.in[0].i()[n];
   if (id < 0 || id >= k.axis)
-    throw RuleError("id " + std::to_string(id) + " out of range [0, " + std::to_string(k.axis) +
-                    ") at position " + positionText(n, k.in[0].shape) + " of operand 'ids'");
+    throw RuleError("embedding id " + std::to_string(id) + " at ids" +
+                    plan::shapeText(unravelIndex(n, k.in[0].shape)) + " out of range [0, " +
+                    std::to_string(k.axis) + ")");
   return id;
 }
 

@@ -70,8 +70,7 @@ MPC_SIMD_CLONES void dropoutLoop(const float *x, float *o, int64_t n, uint32_t k
   };
   one(std::min<int64_t>(n, int64_t((4 - (offset & 3)) & 3)));
   constexpr int kLanes = 8;
-  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
-  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+  using philox::kM0, philox::kM1, philox::kW0, philox::kW1;
   // Four counters per vector, each 32-bit word zero-extended in a 64-bit
   // lane, so that the 32x32->64-bit products are one vector multiply.
   typedef uint64_t V __attribute__((vector_size(32)));
@@ -89,7 +88,7 @@ MPC_SIMD_CLONES void dropoutLoop(const float *x, float *o, int64_t n, uint32_t k
         c3[l] = uint32_t(step >> 32);
       }
       uint32_t r0 = k0, r1 = k1;
-      for (int round = 0; round < 10; ++round) {
+      for (int round = 0; round < philox::kRounds; ++round) {
         const V p0 = c0 * kM0, p1 = c2 * kM1;
         const V n0 = (p1 >> 32) ^ c1 ^ r0;
         const V n2 = (p0 >> 32) ^ c3 ^ r1;

@@ -97,7 +97,7 @@ TEST_P(CpuKernelCase, MatchesReference) {
     dev.upload(uint32_t(i), bytes.data(), bytes.size());
   }
   ChannelTransport transport(std::vector<uint32_t>{});
-  dev.runStep(transport);
+  dev.runStep(transport, 1);
 
   const plan::Buffer &outBuf = p.devices[0].buffers.back();
   std::vector<uint8_t> got(outBuf.bytes);
@@ -174,7 +174,7 @@ TEST(CpuKernels, LabelOutOfRangeIsUserError) {
   dev.upload(1, labels.data(), 8);
   ChannelTransport transport(std::vector<uint32_t>{});
   try {
-    dev.runStep(transport);
+    dev.runStep(transport, 1);
     FAIL() << "expected a UserError";
   } catch (const UserError &e) {
     EXPECT_EQ(e.message(), "label 3 out of range [0, 3) at row 1");
