@@ -168,6 +168,16 @@ TEST(ShapeRule, UnaryAndBackwardOps) {
             "shape mismatch: f32[2,3] x f32[2,1]");
 }
 
+TEST(ShapeRule, DropoutProbability) {
+  EXPECT_EQ(infer(OpKind::Dropout, {f32({2, 3})}, {{"p", 0.0}}), f32({2, 3}));
+  EXPECT_EQ(ruleError(OpKind::Dropout, {f32({2})}, {{"p", 1.0}}),
+            "dropout p must be in [0, 1), got 1.000000");
+  EXPECT_EQ(ruleError(OpKind::Dropout, {f32({2})}, {{"p", -0.1}}),
+            "dropout p must be in [0, 1), got -0.100000");
+  EXPECT_EQ(ruleError(OpKind::Dropout, {i32({4})}),
+            "dropout operand 'x' must be f32, got i32[4]");
+}
+
 TEST(ShapeRule, GeluApproximate) {
   using S = std::string;
   EXPECT_EQ(infer(OpKind::Gelu, {f32({2})}, {{"approximate", S("tanh")}}), f32({2}));

@@ -162,6 +162,21 @@ TEST(CpuKernels, BadOperandShapeRejectedAtLoad) {
   }
 }
 
+/// A plan is a file: dropout's p outside [0, 1) is refused at load even
+/// though the compiler never writes one.
+TEST(CpuKernels, DropoutProbabilityRejectedAtLoad) {
+  plan::Plan p = singleKernelPlan("dropout",
+                                  {{"p", 1.0}, {"key", std::string("d")}, {"offset", int64_t(0)}},
+                                  {{ir::DType::F32, {4}}}, {ir::DType::F32, {4}});
+  cpu::CpuDevice dev;
+  try {
+    dev.load(p, 0);
+    FAIL() << "expected a UserError";
+  } catch (const UserError &e) {
+    EXPECT_EQ(e.message(), "attribute 'p' must be in [0, 1), got 1.000000");
+  }
+}
+
 TEST(CpuKernels, LabelOutOfRangeIsUserError) {
   plan::Plan p = singleKernelPlan("softmax_cross_entropy", {},
                                   {{ir::DType::F32, {2, 3}}, {ir::DType::I32, {2}}},
