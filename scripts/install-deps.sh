@@ -16,6 +16,7 @@ packages=(
   graphviz             # dot, for pictures of graphs
   openmpi-bin libopenmpi-dev    # mpirun and MPI for multi-process runs
   fortunes fortunes-min         # text for the GPT example (examples/gpt/)
+  dataset-fashion-mnist         # images for the CNN example (examples/fashion-mnist/)
 )
 
 missing=()
