@@ -74,9 +74,11 @@ Executor::Executor(plan::Plan plan, BackendFactory factory, std::unique_ptr<Tran
   for (const auto *list : {&plan_.params, &plan_.states})
     for (const plan::TensorRef &t : *list) {
       if (k >= plan_.initialValues.size()) break;
-      const std::vector<uint8_t> &bytes = plan_.initialValues[k++];
-      if (bytes.empty() || !hosts(t)) continue;
-      write(t, bytes.data(), bytes.size());
+      std::vector<uint8_t> &bytes = plan_.initialValues[k++];
+      if (!bytes.empty() && hosts(t)) write(t, bytes.data(), bytes.size());
+      // Freed one by one, so that the values and the device memory they go
+      // to are never both resident in full.
+      std::vector<uint8_t>().swap(bytes);
     }
   // The devices hold them now; a second copy for the whole run would cost
   // as much memory as the parameters and optimizer state themselves.

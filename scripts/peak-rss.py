@@ -8,8 +8,8 @@ steps with `mpc run`, and prints, each in MiB:
     (parameters, optimizer state, inputs, outputs, loss) and arena
     (gradients and activations, at the planner's peak), from
     `mpc dump --format=json`, plus the dataset files;
-  * peak RSS of `mpc run` (getrusage of the child, across its start-up
-    re-execution, see runtime/cpu/BlasCore.h);
+  * peak RSS of `mpc run` (getrusage of that one child, across its
+    start-up re-execution, see runtime/cpu/BlasCore.h);
   * peak RSS of `mpc --version` (the libraries alone);
 and the ratio peak / minimum (issue target: <= 1.3).
 
@@ -57,10 +57,15 @@ def model(width):
 
 
 def child_peak(cmd):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return max(after, before) * 1024  # KiB -> bytes (max over children so far)
+    """Peak RSS of `cmd` alone, in bytes. RUSAGE_CHILDREN is the largest
+    peak of *any* child so far (mpc compile's included), so the command runs
+    under a fresh Python process that reports its own only child's peak."""
+    probe = ("import resource, subprocess, sys\n"
+             "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)\n"
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+    out = subprocess.run([sys.executable, "-c", probe] + cmd, check=True,
+                         capture_output=True, text=True).stdout
+    return int(out.split()[-1]) * 1024  # KiB -> bytes
 
 
 def main():
@@ -81,7 +86,6 @@ def main():
         device = sum(d["persistent_bytes"] + d["arena_bytes"] for d in dump["devices"])
         data = sum(os.path.getsize(os.path.join(work, n)) for n in ("x.npy", "y.npy"))
         minimum = device + data
-        # Children's peaks only grow: run the training last.
         run_peak = child_peak([mpc, "run", plan, "--input", "x=" + os.path.join(work, "x.npy"),
                                "--input", "y=" + os.path.join(work, "y.npy"), "--steps", "3"])
     print("%d x %d tanh MLP, batch %d, one CPU device" % (LAYERS, width, BATCH))

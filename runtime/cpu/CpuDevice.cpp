@@ -15,6 +15,7 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <sys/mman.h>
 
 namespace mpc::runtime::cpu {
 
@@ -30,7 +31,9 @@ void limitBlasThreads() {
 }
 } // namespace
 
-CpuDevice::~CpuDevice() { std::free(memory_); }
+CpuDevice::~CpuDevice() {
+  if (memory_) munmap(memory_, memoryBytes_);
+}
 
 void CpuDevice::fail(uint32_t instr, const std::string &message) const {
   std::string where = "device " + deviceName_;
@@ -58,9 +61,18 @@ void CpuDevice::load(const plan::Plan &plan, uint32_t device) {
   uint64_t total = roundUp(persistentBytes_) + roundUp(arenaBytes_);
   if (total > (uint64_t(1) << 40))
     fail(~0u, "memory of " + std::to_string(total) + " bytes is too large");
-  memory_ = static_cast<uint8_t *>(std::aligned_alloc(kAlign, std::max<uint64_t>(total, kAlign)));
-  if (!memory_) fail(~0u, "cannot allocate " + std::to_string(total) + " bytes");
-  std::memset(memory_, 0, std::max<uint64_t>(total, kAlign));
+  // Zeroed pages from the kernel (page-aligned, more than kAlign): nothing is
+  // resident until written, so loading does not touch the whole arena, and
+  // the initial values the executor copies in next never coexist with an
+  // already committed copy of all device memory (peak RSS, issue: memory).
+  memoryBytes_ = size_t(std::max<uint64_t>(total, kAlign));
+  void *mem = mmap(nullptr, memoryBytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+  if (mem == MAP_FAILED) {
+    memoryBytes_ = 0;
+    fail(~0u, "cannot allocate " + std::to_string(total) + " bytes");
+  }
+  memory_ = static_cast<uint8_t *>(mem);
   uint8_t *arena = memory_ + roundUp(persistentBytes_);
 
   bufferPtr_.assign(prog.buffers.size(), nullptr);

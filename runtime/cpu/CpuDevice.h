@@ -47,7 +47,8 @@ private:
 
   const plan::DeviceProgram *program_ = nullptr;
   std::string deviceName_;
-  uint8_t *memory_ = nullptr; ///< persistent region, then the arena
+  uint8_t *memory_ = nullptr; ///< persistent region, then the arena (mmap'd)
+  size_t memoryBytes_ = 0;    ///< the mapping's length
   uint64_t persistentBytes_ = 0, arenaBytes_ = 0;
   std::vector<void *> bufferPtr_;
   std::vector<uint64_t> bufferBytes_;

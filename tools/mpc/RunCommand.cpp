@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #ifdef MPC_HAVE_CUDA
-#include "runtime/cuda/CudaBackend.h"
+#include "runtime/cuda/Plugin.h"
 #endif
 
 namespace mpc::tool {
@@ -44,20 +44,22 @@ struct RunArgs {
 
 /// The executor on the backend chosen by --backend: the CUDA runtime for
 /// plans with gpu:N devices in a CUDA build (auto), else the CPU runtime.
+/// The CUDA runtime is a module, loaded on first use (runtime/cuda/Plugin.h).
 train::ExecutorMaker executorMaker(const RunArgs &args) {
   return [&args](plan::Plan p, const train::Placement &placement,
                  runtime::dist::ProcessGroup &group) -> std::unique_ptr<runtime::Executor> {
     bool gpu = plan::usesGpu(p);
 #ifdef MPC_HAVE_CUDA
     if (args.backend == "cuda" || (args.backend == "auto" && gpu)) {
-      runtime::cuda::CudaOptions opts =
-          runtime::cuda::parseCudaOptions(args.deviceMap, args.transport, args.allowTf32);
+      // Loaded here, not at start: a CPU run never maps the CUDA libraries.
+      const runtime::cuda::PluginApi &cuda = runtime::cuda::loadCudaPlugin();
       runtime::cuda::CudaRun run;
       try {
-        run = runtime::cuda::prepareCudaRun(p, opts, placement.rankOf, group);
+        run = cuda.prepareRun(p, args.deviceMap, args.transport, args.allowTf32,
+                              placement.rankOf, group);
       } catch (const UserError &e) {
-        // Name the plan the CUDA runtime refused.
-        if (!e.file().empty()) throw;
+        // Name the plan the CUDA runtime refused (flag errors name the flag).
+        if (!e.file().empty() || e.where().rfind("--", 0) == 0) throw;
         throw UserError(args.train.planFile, e.where(), e.message());
       }
       if (!run.note.empty() && group.rank() == 0)
