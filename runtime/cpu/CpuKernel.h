@@ -70,6 +70,7 @@ struct KernelInstance {
   std::vector<double> reals; ///< several float attributes (optimizer hyper-parameters)
   int64_t outer = 1, axis = 1, inner = 1; ///< reductions/softmax: [outer, axis, inner]
   mutable std::vector<double> scratch; ///< per-instance work space (reductions)
+  mutable std::vector<float> floats;   ///< per-instance f32 work space (im2col columns)
 
   /// The instruction's attributes, for the typed reads of runtime/plan/Attrs.h.
   const plan::AttrMap &attrMap() const {
