@@ -45,9 +45,13 @@ std::pair<int64_t, int64_t> hwAttr(const char *op, const AttrMap &a, const char 
   if (v.size() != 2)
     throw RuleError(std::string(op) + " " + name + " must have 2 values (height, width), got " +
                     shapeStr(v));
-  for (int64_t e : v)
-    if (e < lo || e > kMaxConvAttr)
+  for (int64_t e : v) {
+    if (e < lo)
       throw RuleError(std::string(op) + " " + name + " " + shapeStr(v) + " must be " + what);
+    if (e > kMaxConvAttr)
+      throw RuleError(std::string(op) + " " + name + " " + shapeStr(v) + " exceeds " +
+                      std::to_string(kMaxConvAttr));
+  }
   return {v[0], v[1]};
 }
 
@@ -58,7 +62,8 @@ void readConvAttrs(const char *op, const AttrMap &a, ConvGeom &g) {
   std::tie(g.dh, g.dw) = hwAttr(op, a, "dilation", 1, "positive");
   g.groups = getInt(a, "groups");
   if (g.groups < 1 || g.groups > kMaxConvAttr)
-    throw RuleError(std::string(op) + " groups must be positive, got " + std::to_string(g.groups));
+    throw RuleError(std::string(op) + " groups must be in [1, " + std::to_string(kMaxConvAttr) +
+                    "], got " + std::to_string(g.groups));
 }
 
 void requireRank4(const TensorType &t, const char *op, const char *operand, const char *layout) {
@@ -122,7 +127,8 @@ ConvGeom gradInputGeom(TypeOps o, const AttrMap &a) {
   auto [h, w] = hwAttr(op, a, "input_size", 1, "positive");
   int64_t groups = getInt(a, "groups");
   if (groups < 1 || groups > kMaxConvAttr)
-    throw RuleError(std::string(op) + " groups must be positive, got " + std::to_string(groups));
+    throw RuleError(std::string(op) + " groups must be in [1, " + std::to_string(kMaxConvAttr) +
+                    "], got " + std::to_string(groups));
   TensorType x{DType::F32, {o[0].shape[0], o[1].shape[1] * groups, h, w}};
   ConvGeom g = forwardGeom(op, x, o[1], a);
   requireDy(op, o[0], g);
@@ -137,7 +143,8 @@ ConvGeom gradWeightGeom(TypeOps o, const AttrMap &a) {
   auto [kh, kw] = hwAttr(op, a, "kernel_size", 1, "positive");
   int64_t groups = getInt(a, "groups");
   if (groups < 1 || groups > kMaxConvAttr)
-    throw RuleError(std::string(op) + " groups must be positive, got " + std::to_string(groups));
+    throw RuleError(std::string(op) + " groups must be in [1, " + std::to_string(kMaxConvAttr) +
+                    "], got " + std::to_string(groups));
   if (o[0].shape[1] % groups != 0)
     throw RuleError(std::string(op) + " input channels C = " + std::to_string(o[0].shape[1]) +
                     " are not divisible by groups = " + std::to_string(groups) + ": x " +

@@ -42,9 +42,13 @@ std::pair<int64_t, int64_t> hwAttr(const char *op, const std::vector<int64_t> &v
   if (v.size() != 2)
     throw RuleError(std::string(op) + " " + name + " must have 2 values (height, width), got " +
                     shapeStr(v));
-  for (int64_t e : v)
-    if (e < lo || e > kMaxPoolAttr)
+  for (int64_t e : v) {
+    if (e < lo)
       throw RuleError(std::string(op) + " " + name + " " + shapeStr(v) + " must be " + what);
+    if (e > kMaxPoolAttr)
+      throw RuleError(std::string(op) + " " + name + " " + shapeStr(v) + " exceeds " +
+                      std::to_string(kMaxPoolAttr));
+  }
   return {v[0], v[1]};
 }
 

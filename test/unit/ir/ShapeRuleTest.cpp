@@ -461,7 +461,10 @@ TEST(ShapeRule, Conv2d) {
             "conv2d stride must have 2 values (height, width), got [2]");
   EXPECT_EQ(ruleError(OpKind::Conv2d, {f32({1, 1, 4, 4}), f32({1, 1, 3, 3})},
                       {{"groups", int64_t(0)}}),
-            "conv2d groups must be positive, got 0");
+            "conv2d groups must be in [1, 1048576], got 0");
+  EXPECT_EQ(ruleError(OpKind::Conv2d, {f32({1, 1, 4, 4}), f32({1, 1, 3, 3})},
+                      {{"padding", V{0, int64_t(1) << 40}}}),
+            "conv2d padding [0,1099511627776] exceeds 1048576");
   EXPECT_EQ(ruleError(OpKind::Conv2d, {f32({1, 4, 4}), f32({1, 1, 3, 3})}),
             "conv2d operand 'x' must be f32 of rank 4 (N,C,H,W), got f32[1,4,4]");
   EXPECT_EQ(ruleError(OpKind::Conv2d, {f32({1, 1, 4, 4}), f32({2, 1, 3, 3}), f32({1})}),
