@@ -7,9 +7,10 @@
 // cblas_sgemm. The input gradient is the transposed product W_g^T dy_g folded
 // back onto the image (col2im: each column entry added to the input element
 // it was read from); the weight gradient sums dy_g cols_g^T over the images
-// in order (beta = 1 from the second). The columns live in the instance's
-// f32 scratch, allocated once at load. OpenBLAS runs with one thread, so the
-// summation order depends on the shapes only and results are reproducible.
+// in order (beta = 1 from the second). The columns live in the device's f32
+// scratch (KernelInstance::floats), allocated once at load and shared by the
+// device's kernels. OpenBLAS runs with one thread, so the summation order
+// depends on the shapes only and results are reproducible.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Windows.h"
@@ -34,8 +35,8 @@ ConvDims dimsOf(const KernelInstance &k) {
   return d;
 }
 
-/// Checks dtypes, reads the geometry into k.ints and sizes the columns of
-/// one image (all groups) in k.floats.
+/// Checks dtypes, reads the geometry into k.ints and asks for the columns of
+/// one image (all groups) as scratch.
 void prepareDims(KernelInstance &k, const std::vector<int64_t> &x, const std::vector<int64_t> &w,
                  const std::vector<int64_t> &y) {
   for (size_t i = 0; i < k.in.size(); ++i)
@@ -47,7 +48,7 @@ void prepareDims(KernelInstance &k, const std::vector<int64_t> &x, const std::ve
     throw RuleError("conv2d dimensions too large for BLAS");
   k.ints = {d.n,  d.c,  d.h,  d.w,  d.o,  d.kh, d.kw, d.oh,
             d.ow, d.sh, d.sw, d.ph, d.pw, d.dh, d.dw, d.groups};
-  k.floats.assign(size_t(d.kk() * d.groups * d.ohw()), 0.f);
+  k.scratchFloats = d.kk() * d.groups * d.ohw();
 }
 
 /// cols [C*KH*KW, OH*OW] of one image x [C, H, W].
@@ -110,7 +111,7 @@ void prepareConv2d(KernelInstance &k) {
 
 void runConv2d(const KernelInstance &k) {
   const ConvDims d = dimsOf(k);
-  float *cols = k.floats.data();
+  float *cols = k.floats;
   const float *w = k.in[1].f();
   for (int64_t n = 0; n < d.n; ++n) {
     float *y = k.out.f() + n * d.o * d.ohw();
@@ -134,7 +135,7 @@ void prepareGradInput(KernelInstance &k) {
 
 void runGradInput(const KernelInstance &k) {
   const ConvDims d = dimsOf(k);
-  float *cols = k.floats.data();
+  float *cols = k.floats;
   const float *w = k.in[1].f();
   for (int64_t n = 0; n < d.n; ++n) {
     const float *dy = k.in[0].f() + n * d.o * d.ohw();
@@ -152,7 +153,7 @@ void prepareGradWeight(KernelInstance &k) {
 
 void runGradWeight(const KernelInstance &k) {
   const ConvDims d = dimsOf(k);
-  float *cols = k.floats.data();
+  float *cols = k.floats;
   if (d.n == 0) std::memset(k.out.data, 0, size_t(k.out.numel) * sizeof(float));
   for (int64_t n = 0; n < d.n; ++n) {
     const float *dy = k.in[1].f() + n * d.o * d.ohw();
