@@ -111,6 +111,8 @@ void addEmbeddingOps(std::vector<OpInfo> &table);
 void addDeviceOps(std::vector<OpInfo> &table);
 void addOptimizerOps(std::vector<OpInfo> &table);
 void addRandomOps(std::vector<OpInfo> &table);
+void addConvOps(std::vector<OpInfo> &table);
+void addPoolOps(std::vector<OpInfo> &table);
 
 /// The mask stream of a dropout node: its `key` attribute, or its own name
 /// when that is empty (ir/ops/Random.cpp).

@@ -33,6 +33,8 @@ std::vector<OpInfo> buildTable() {
   addRandomOps(records);
   addDeviceOps(records);
   addOptimizerOps(records);
+  addConvOps(records);
+  addPoolOps(records);
 
   std::vector<OpInfo> table;
   table.reserve(kNumOps);

@@ -1,10 +1,11 @@
-//===- ir/ops/Shape.cpp - reshape, transpose, fill, slice, concat --------===//
+//===- ir/ops/Shape.cpp - reshape, transpose, fill, slice, concat, flatten ===//
 //
 // Ops that move or create data without arithmetic: reshape (row-major, one
 // dimension may be -1 and is inferred), transpose (a permutation of the axes,
 // [] reversing them), fill (an f32 constant of a given shape, no operands),
 // slice (the range [start, end) along one axis) and concat (any number of
-// operands joined along one axis). slice and concat also carry i32 labels.
+// operands joined along one axis) and flatten ([N, ...] to [N, rest]).
+// slice, concat and flatten also carry i32 labels.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ops/OpHelpers.h"
@@ -336,6 +337,31 @@ void addShapeOps(std::vector<OpInfo> &t) {
       return g;
     };
     r.reference = refConcat;
+    r.flops = noFlops;
+    t.push_back(std::move(r));
+  }
+  {
+    // A reshape whose shape follows from x's: what a CNN needs between its
+    // last feature map and a dense layer, with no batch size to write down.
+    OpInfo r = makeOp(OpKind::Flatten, "flatten", "Shape",
+                      "x [N, ...] as [N, product of the other axes] (row-major; f32 or i32)",
+                      {"x"});
+    r.infer = [](TypeOps o, const AttrMap &) {
+      const TensorType &x = o[0];
+      requireF32OrI32(x, "flatten", "x");
+      if (x.rank() < 2)
+        throw RuleError("flatten needs x of rank >= 2 ([N, ...]), got " + x.str());
+      int64_t rest = 1;
+      for (size_t i = 1; i < x.shape.size(); ++i) rest *= x.shape[i];
+      return TensorType{x.dtype, {x.shape[0], rest}};
+    };
+    // Axis 0 stays axis 0 with the same rows.
+    r.batch = [](const BatchQuery &) { return BatchResult{}; };
+    r.grad = [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
+      if (n.inputs[0]->type.dtype != DType::F32) return {nullptr};
+      return {b.reshape(dy, n.inputs[0]->type.shape)};
+    };
+    r.reference = [](RefOps o, const AttrMap &, RefTensor &out) { out.data = o[0]->data; };
     r.flops = noFlops;
     t.push_back(std::move(r));
   }

@@ -159,6 +159,12 @@ void CpuDevice::load(const plan::Plan &plan, uint32_t device) {
     }
     steps_.push_back(s);
   }
+  // One work space for all kernels, allocated here and never during a step.
+  int64_t scratchFloats = 0;
+  for (const KernelInstance &k : kernels_) scratchFloats = std::max(scratchFloats, k.scratchFloats);
+  scratch_.assign(size_t(scratchFloats), 0.f);
+  for (KernelInstance &k : kernels_)
+    if (k.scratchFloats > 0) k.floats = scratch_.data();
 }
 
 void CpuDevice::upload(uint32_t buffer, const void *src, size_t bytes) {

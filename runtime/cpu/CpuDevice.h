@@ -53,6 +53,7 @@ private:
   std::vector<void *> bufferPtr_;
   std::vector<uint64_t> bufferBytes_;
   std::vector<KernelInstance> kernels_;
+  std::vector<float> scratch_; ///< the kernels' shared f32 work space (KernelInstance::floats)
   int64_t step_ = 0; ///< the running step's number (KernelInstance::step points here)
   std::vector<Step> steps_;
   DeviceStats stats_;

@@ -70,6 +70,12 @@ struct KernelInstance {
   std::vector<double> reals; ///< several float attributes (optimizer hyper-parameters)
   int64_t outer = 1, axis = 1, inner = 1; ///< reductions/softmax: [outer, axis, inner]
   mutable std::vector<double> scratch; ///< per-instance work space (reductions)
+  /// f32 work space the kernel asks for in prepare (conv2d's im2col
+  /// columns). A device runs its instructions one at a time, so it gives
+  /// every instance the same buffer, sized for the largest request, in
+  /// `floats` (null when none is asked for).
+  int64_t scratchFloats = 0;
+  float *floats = nullptr;
 
   /// The instruction's attributes, for the typed reads of runtime/plan/Attrs.h.
   const plan::AttrMap &attrMap() const {

@@ -120,7 +120,9 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
       stagingOffset[i] = stagingBytes;
       stagingBytes += alignUp(b.bytes);
     } else if (in.kind == plan::InstrKind::Kernel) {
-      anyMatmul |= in.op == "matmul";
+      // The ops that run cuBLAS GEMMs: matmul, and conv2d's im2col products.
+      anyMatmul |= in.op == "matmul" || in.op == "conv2d" || in.op == "conv2d_grad_input" ||
+                   in.op == "conv2d_grad_weight";
       const CudaKernel *k = cudaKernels().find(in.op);
       if (k && k->scratchFloats) {
         KernelOperands ops;

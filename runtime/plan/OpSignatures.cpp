@@ -108,6 +108,19 @@ std::vector<std::pair<std::string, std::string>> checkKernel(const Instr &in,
     else if (x.numElements() != result.numElements() || x.dtype != result.dtype)
       out.emplace_back("/output", "'reshape' of " + dims(x.shape) + " into " + dims(result.shape) +
                                       " changes the element count or type");
+  } else if (in.op == "conv2d_grad_input" || in.op == "avg_pool2d_grad" ||
+             in.op == "conv2d_grad_weight") {
+    // The backward ops of the window ops state the spatial size of their
+    // result (the forward input's, or the forward kernel's); the rest of the
+    // window geometry is checked when the kernels load (runtime/Windows.cpp).
+    const char *attr = in.op == "conv2d_grad_weight" ? "kernel_size" : "input_size";
+    std::vector<int64_t> size = ints(attr);
+    if (result.shape.size() != 4 ||
+        size != std::vector<int64_t>{result.shape[2], result.shape[3]})
+      out.emplace_back(std::string("/attrs/") + attr,
+                       "'" + in.op + "' " + attr + " " + dims(size) +
+                           " differs from the last two axes of its result buffer's " +
+                           dims(result.shape));
   } else if (in.op == "matmul") {
     // Rank >= 2: the last two axes are the matrices (swapped by the
     // transposes), the leading ones a batch broadcast as numpy.matmul does.

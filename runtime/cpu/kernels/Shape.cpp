@@ -169,6 +169,8 @@ const CpuKernel Transpose{prepareTranspose, runStridedCopyKernel, 1, 1};
 const CpuKernel Fill{prepareFill, runFill, 0, 0};
 const CpuKernel Slice{prepareSlice, runSlice, 1, 1};
 const CpuKernel Concat{prepareConcat, runConcat, 1, kAnyInputs};
+// flatten is a reshape whose shape the op derives itself: the same byte copy.
+const CpuKernel Flatten{prepareReshape, runByteCopy, 1, 1};
 } // namespace kernels::Shape
 
 /// Shared with Device.cpp.

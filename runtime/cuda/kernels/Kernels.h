@@ -180,4 +180,36 @@ struct AdamHyper {
 void launchAdamUpdate(float *param, const float *grad, float *m, float *v, float *step, int64_t n,
                       const AdamHyper &h, cudaStream_t stream);
 
+/// Convolution of one image: input [c, h, w], a kh x kw kernel with stride,
+/// padding and dilation, output oh x ow (runtime/Windows.h's ConvDims).
+struct ConvDesc {
+  int64_t c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
+};
+/// cols [c*kh*kw, oh*ow]: row (ch, ky, kx), column (oy, ox) holds the input
+/// element that tap reads, 0 in the padding.
+void launchIm2col(const float *x, float *cols, const ConvDesc &d, cudaStream_t stream);
+/// dx [c, h, w] = im2col's adjoint of cols: each input element sums the
+/// column entries read from it, in (ky, kx) order (no atomics).
+void launchCol2im(const float *cols, float *dx, const ConvDesc &d, cudaStream_t stream);
+/// y [n, o, plane] += b[o].
+void launchAddChannelBias(float *y, const float *b, int64_t n, int64_t o, int64_t plane,
+                          cudaStream_t stream);
+
+/// Pooling over `planes` (n * c) planes of h x w to oh x ow (runtime/Windows.h's
+/// PoolDims). Windows as the CPU: max keeps the first maximum (rows, then
+/// columns); the gradients gather, each input element adding the windows
+/// that reach it in output order, so results are the CPU's bit for bit.
+struct PoolDesc {
+  int64_t planes, h, w, kh, kw, sh, sw, ph, pw, oh, ow;
+  bool countPad;
+};
+void launchMaxPool2d(const float *x, float *y, const PoolDesc &d, cudaStream_t stream);
+void launchMaxPool2dGrad(const float *x, const float *dy, float *dx, const PoolDesc &d,
+                         cudaStream_t stream);
+void launchAvgPool2d(const float *x, float *y, const PoolDesc &d, cudaStream_t stream);
+void launchAvgPool2dGrad(const float *dy, float *dx, const PoolDesc &d, cudaStream_t stream);
+/// y[p] = mean of the `plane` elements of plane p, summed in order in float64.
+void launchGlobalAvgPool2d(const float *x, float *y, int64_t planes, int64_t plane,
+                           cudaStream_t stream);
+
 } // namespace mpc::runtime::cuda

@@ -115,6 +115,8 @@ const CudaKernel Transpose{nullptr, prepareTranspose};
 const CudaKernel Fill{nullptr, prepareFill};
 const CudaKernel Slice{nullptr, prepareSlice};
 const CudaKernel Concat{nullptr, prepareConcat};
+// flatten is a reshape whose shape the op derives itself: the same copy.
+const CudaKernel Flatten{nullptr, copyLaunch};
 } // namespace kernels::Shape
 
 } // namespace mpc::runtime::cuda

@@ -424,6 +424,42 @@ TEST(PlanVerifier, RejectsShapesThatBreakTheOpRule) {
   expectError(m, "'matmul' of ");
 }
 
+TEST(PlanVerifier, RejectsWindowSizesThatDisagreeWithTheResult) {
+  // The backward ops of conv2d and avg_pool2d state their result's spatial
+  // size in an attribute; the buffers must agree with it.
+  const char *model = R"({
+    "mpc": 1, "name": "cnn",
+    "inputs": {"x": {"shape": [2, 2, 6, 6]}, "y": {"shape": [2, 3, 1, 1]}},
+    "params": {"w0": {"shape": [2, 2, 1, 1], "init": {"xavier": {"magnitude": 2.0}}},
+               "w": {"shape": [3, 2, 3, 3], "init": {"xavier": {"magnitude": 2.0}}}},
+    "nodes": [
+      {"name": "c0", "op": "conv2d", "inputs": ["x", "w0"]},
+      {"name": "p", "op": "avg_pool2d", "inputs": ["c0"], "attrs": {"kernel": [2, 2]}},
+      {"name": "c", "op": "conv2d", "inputs": ["p", "w"]},
+      {"name": "loss", "op": "mse_loss", "inputs": ["c", "y"]}
+    ],
+    "loss": "loss", "optimizer": {"sgd": {"lr": 0.1}}
+  })";
+  auto g = compiler::compileGraph(model, passes::PassOptions{});
+  std::vector<uint8_t> f = plan::serializePlan(codegen::lowerToPlan(*g, {0}));
+  json meta = decodeMeta(f);
+  json m = meta;
+  auto [id, ii] = findKernel(m, "conv2d_grad_input");
+  m["devices"][id]["instrs"][ii]["attrs"]["input_size"] = json::array({4, 3});
+  expectEditError(f, m, "/attrs/input_size: 'conv2d_grad_input' input_size [4,3] differs "
+                        "from the last two axes of its result buffer's [2,2,3,3]");
+  m = meta;
+  auto [ad, ai] = findKernel(m, "avg_pool2d_grad");
+  m["devices"][ad]["instrs"][ai]["attrs"]["input_size"] = json::array({7, 6});
+  expectEditError(f, m, "/attrs/input_size: 'avg_pool2d_grad' input_size [7,6] differs from "
+                        "the last two axes of its result buffer's [2,2,6,6]");
+  m = meta;
+  auto [wd, wi] = findKernel(m, "conv2d_grad_weight");
+  m["devices"][wd]["instrs"][wi]["attrs"]["kernel_size"] = json::array({2, 3});
+  expectEditError(f, m, "/attrs/kernel_size: 'conv2d_grad_weight' kernel_size [2,3] differs "
+                        "from the last two axes of its result buffer's");
+}
+
 TEST(PlanFile, MessagesEscapeNonUtf8Bytes) {
   std::vector<uint8_t> f = examplePlanBytes();
   json m = decodeMeta(f);

@@ -324,6 +324,80 @@ std::vector<OpCase> buildCases() {
   add(OpKind::AdamUpdate, "adamw", {f32({4}), f32({4}), f32({4}), f32({4}), f32({1})},
       {{"lr", 0.01}, {"weight_decay", 0.1}, {"decoupled", true}, {"beta1", 0.8}},
       {{}, {}, {}, moment2, integers(1, 9)});
+
+  // Convolutional networks. conv2d: stride, padding, dilation, groups
+  // (depthwise too), bias or not, odd and non-square sizes; the backward ops
+  // on the shapes of the forward cases.
+  using V = std::vector<int64_t>;
+  add(OpKind::Conv2d, "basic", {f32({2, 3, 5, 5}), f32({4, 3, 3, 3})});
+  add(OpKind::Conv2d, "bias_stride2_pad", {f32({2, 3, 6, 7}), f32({4, 3, 3, 3}), f32({4})},
+      {{"stride", V{2, 2}}, {"padding", V{1, 1}}});
+  add(OpKind::Conv2d, "dilation2", {f32({1, 2, 7, 6}), f32({3, 2, 2, 3})},
+      {{"dilation", V{2, 2}}});
+  add(OpKind::Conv2d, "groups2_bias", {f32({2, 4, 5, 5}), f32({6, 2, 3, 3}), f32({6})},
+      {{"groups", int64_t(2)}, {"padding", V{1, 0}}});
+  add(OpKind::Conv2d, "mixed_odd", {f32({1, 3, 7, 5}), f32({2, 3, 3, 2})},
+      {{"stride", V{2, 1}}, {"padding", V{0, 1}}, {"dilation", V{1, 2}}});
+  add(OpKind::Conv2d, "one_by_one", {f32({3, 2, 4, 4}), f32({5, 2, 1, 1}), f32({5})});
+  add(OpKind::Conv2d, "depthwise", {f32({1, 3, 5, 5}), f32({3, 1, 3, 3})},
+      {{"groups", int64_t(3)}, {"stride", V{2, 2}}, {"padding", V{1, 1}}});
+  add(OpKind::Conv2dGradInput, "basic", {f32({2, 4, 3, 3}), f32({4, 3, 3, 3})},
+      {{"input_size", V{5, 5}}});
+  add(OpKind::Conv2dGradInput, "stride2_pad", {f32({2, 4, 3, 4}), f32({4, 3, 3, 3})},
+      {{"input_size", V{6, 7}}, {"stride", V{2, 2}}, {"padding", V{1, 1}}});
+  add(OpKind::Conv2dGradInput, "groups2_dilation", {f32({1, 6, 5, 4}), f32({6, 2, 2, 3})},
+      {{"input_size", V{7, 6}}, {"groups", int64_t(2)}, {"dilation", V{2, 1}}});
+  add(OpKind::Conv2dGradWeight, "basic", {f32({2, 3, 5, 5}), f32({2, 4, 3, 3})},
+      {{"kernel_size", V{3, 3}}});
+  add(OpKind::Conv2dGradWeight, "stride2_pad", {f32({2, 3, 6, 7}), f32({2, 4, 3, 4})},
+      {{"kernel_size", V{3, 3}}, {"stride", V{2, 2}}, {"padding", V{1, 1}}});
+  add(OpKind::Conv2dGradWeight, "groups2_dilation", {f32({1, 4, 7, 6}), f32({1, 6, 5, 4})},
+      {{"kernel_size", V{2, 3}}, {"groups", int64_t(2)}, {"dilation", V{2, 1}}});
+
+  // Pools: stride = kernel by default, padding, ceil_mode (with the last
+  // window dropped when it would start in the right padding: ceil_pad),
+  // count_include_pad both ways, rectangular kernels.
+  add(OpKind::MaxPool2d, "k2", {f32({2, 3, 4, 4})}, {{"kernel", V{2, 2}}});
+  add(OpKind::MaxPool2d, "k3s2_pad", {f32({1, 2, 7, 7})},
+      {{"kernel", V{3, 3}}, {"stride", V{2, 2}}, {"padding", V{1, 1}}});
+  add(OpKind::MaxPool2d, "ceil", {f32({1, 2, 6, 5})},
+      {{"kernel", V{3, 3}}, {"stride", V{2, 2}}, {"ceil_mode", true}});
+  add(OpKind::MaxPool2d, "ceil_pad", {f32({1, 1, 5, 5})},
+      {{"kernel", V{2, 2}}, {"padding", V{1, 1}}, {"ceil_mode", true}});
+  add(OpKind::MaxPool2d, "rect", {f32({2, 2, 5, 6})}, {{"kernel", V{2, 3}}, {"stride", V{1, 2}}});
+  add(OpKind::MaxPool2dGrad, "k2", {f32({2, 3, 4, 4}), f32({2, 3, 2, 2})}, {{"kernel", V{2, 2}}});
+  add(OpKind::MaxPool2dGrad, "k3s2_pad", {f32({1, 2, 7, 7}), f32({1, 2, 4, 4})},
+      {{"kernel", V{3, 3}}, {"stride", V{2, 2}}, {"padding", V{1, 1}}});
+  add(OpKind::MaxPool2dGrad, "ceil_pad", {f32({1, 1, 5, 5}), f32({1, 1, 3, 3})},
+      {{"kernel", V{2, 2}}, {"padding", V{1, 1}}, {"ceil_mode", true}});
+  add(OpKind::AvgPool2d, "k2", {f32({2, 3, 4, 4})}, {{"kernel", V{2, 2}}});
+  add(OpKind::AvgPool2d, "pad_include", {f32({1, 2, 5, 5})},
+      {{"kernel", V{3, 3}}, {"stride", V{2, 2}}, {"padding", V{1, 1}}});
+  add(OpKind::AvgPool2d, "pad_exclude", {f32({1, 2, 5, 5})},
+      {{"kernel", V{3, 3}}, {"stride", V{2, 2}}, {"padding", V{1, 1}},
+       {"count_include_pad", false}});
+  add(OpKind::AvgPool2d, "ceil_include", {f32({1, 2, 6, 5})},
+      {{"kernel", V{3, 3}}, {"stride", V{2, 2}}, {"padding", V{1, 1}}, {"ceil_mode", true}});
+  add(OpKind::AvgPool2d, "ceil_exclude", {f32({1, 2, 6, 5})},
+      {{"kernel", V{3, 3}}, {"stride", V{2, 2}}, {"padding", V{1, 1}}, {"ceil_mode", true},
+       {"count_include_pad", false}});
+  add(OpKind::AvgPool2d, "rect_stride", {f32({2, 1, 7, 6})},
+      {{"kernel", V{2, 3}}, {"stride", V{3, 1}}});
+  add(OpKind::AvgPool2dGrad, "k2", {f32({2, 3, 2, 2})},
+      {{"kernel", V{2, 2}}, {"input_size", V{4, 4}}});
+  add(OpKind::AvgPool2dGrad, "ceil_include", {f32({1, 2, 4, 3})},
+      {{"kernel", V{3, 3}}, {"stride", V{2, 2}}, {"padding", V{1, 1}}, {"ceil_mode", true},
+       {"input_size", V{6, 5}}});
+  add(OpKind::AvgPool2dGrad, "ceil_exclude", {f32({1, 2, 4, 3})},
+      {{"kernel", V{3, 3}}, {"stride", V{2, 2}}, {"padding", V{1, 1}}, {"ceil_mode", true},
+       {"count_include_pad", false}, {"input_size", V{6, 5}}});
+  add(OpKind::GlobalAvgPool2d, "planes", {f32({2, 3, 4, 5})});
+  add(OpKind::GlobalAvgPool2d, "one_pixel", {f32({1, 2, 1, 1})});
+  add(OpKind::GlobalAvgPool2d, "odd", {f32({3, 1, 7, 3})});
+  add(OpKind::Flatten, "rank3", {f32({2, 3, 4})});
+  add(OpKind::Flatten, "nchw", {f32({3, 2, 2, 2})});
+  add(OpKind::Flatten, "rank2", {f32({4, 5})});
+  add(OpKind::Flatten, "labels", {i32({2, 3, 2})}, {}, {integers(0, 9)});
   return cs;
 }
 

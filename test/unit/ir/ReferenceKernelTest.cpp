@@ -272,6 +272,63 @@ TEST(Reference, Losses) {
   expectNear(out, {0.25, -0.25, -0.5, 0.5});
 }
 
+TEST(Reference, Conv2dHandComputed) {
+  using V = std::vector<int64_t>;
+  RefTensor x = tensor({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  // w picks x[i, j] - x[i + 1, j + 1].
+  RefTensor w = tensor({1, 1, 2, 2}, {1, 0, 0, -1});
+  expectNear(eval(OpKind::Conv2d, {x, w}), {-4, -4, -4, -4});
+  expectNear(eval(OpKind::Conv2d, {x, w, tensor({1}, {0.5})}), {-3.5, -3.5, -3.5, -3.5});
+  // Windows start at -1 and 1 along each axis; padding reads as zero.
+  expectNear(eval(OpKind::Conv2d, {x, w}, {{"stride", V{2, 2}}, {"padding", V{1, 1}}}),
+             {-1, -3, -7, -4});
+  // Dilation 2: the taps are the four corners.
+  expectNear(eval(OpKind::Conv2d, {x, tensor({1, 1, 2, 2}, {1, 1, 1, 1})},
+                  {{"dilation", V{2, 2}}}),
+             {20});
+  // Two groups of one channel each: each output channel sees its own input.
+  RefTensor x2 = tensor({1, 2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  expectNear(eval(OpKind::Conv2d, {x2, tensor({2, 1, 1, 1}, {2, 3})}, {{"groups", int64_t(2)}}),
+             {2, 4, 6, 8, 15, 18, 21, 24});
+  // dx of the first product: dy spread back through w's taps.
+  expectNear(eval(OpKind::Conv2dGradInput, {tensor({1, 1, 2, 2}, {1, 1, 1, 1}), w},
+                  {{"input_size", V{3, 3}}}),
+             {1, 1, 0, 1, 0, -1, 0, -1, -1});
+  // dw: each tap sums the 2x2 block of x it reads.
+  expectNear(eval(OpKind::Conv2dGradWeight, {x, tensor({1, 1, 2, 2}, {1, 1, 1, 1})},
+                  {{"kernel_size", V{2, 2}}}),
+             {12, 16, 24, 28});
+}
+
+TEST(Reference, PoolsHandComputed) {
+  using V = std::vector<int64_t>;
+  // A tie: the first maximum (row-major) takes the whole gradient.
+  RefTensor tie = tensor({1, 1, 2, 2}, {1, 3, 3, 2});
+  expectNear(eval(OpKind::MaxPool2d, {tie}, {{"kernel", V{2, 2}}}), {3});
+  expectNear(eval(OpKind::MaxPool2dGrad, {tie, tensor({1, 1, 1, 1}, {5})}, {{"kernel", V{2, 2}}}),
+             {0, 5, 0, 0});
+  // Padding 1, stride 2: each window holds one input element and three
+  // padding cells, counted or not.
+  RefTensor x = tensor({1, 1, 2, 2}, {1, 2, 3, 4});
+  AttrMap pad = {{"kernel", V{2, 2}}, {"stride", V{2, 2}}, {"padding", V{1, 1}}};
+  expectNear(eval(OpKind::AvgPool2d, {x}, pad), {0.25, 0.5, 0.75, 1});
+  AttrMap exclude = pad;
+  exclude["count_include_pad"] = false;
+  expectNear(eval(OpKind::AvgPool2d, {x}, exclude), {1, 2, 3, 4});
+  expectNear(eval(OpKind::MaxPool2d, {x}, pad), {1, 2, 3, 4});
+  // ceil_mode: the last windows are cut by the input's edge and divide by
+  // what they cover (PyTorch: [[3, 4.5], [7.5, 9]]).
+  RefTensor x3 = tensor({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  AttrMap ceil = {{"kernel", V{2, 2}}, {"ceil_mode", true}};
+  expectNear(eval(OpKind::AvgPool2d, {x3}, ceil), {3, 4.5, 7.5, 9});
+  AttrMap ceilGrad = ceil;
+  ceilGrad["input_size"] = V{3, 3};
+  expectNear(eval(OpKind::AvgPool2dGrad, {tensor({1, 1, 2, 2}, {4, 2, 2, 1})}, ceilGrad),
+             {1, 1, 1, 1, 1, 1, 1, 1, 1});
+  expectNear(eval(OpKind::GlobalAvgPool2d, {x}), {2.5});
+  expectNear(eval(OpKind::Flatten, {x}), {1, 2, 3, 4});
+}
+
 TEST(Reference, CrossEntropyIgnoresRows) {
   RefTensor logits = tensor({3, 2}, {0, std::log(3.0), 5, 5, 1, 2});
   // Row 2's label is ignore_index (-100 by default) and is not range-checked.

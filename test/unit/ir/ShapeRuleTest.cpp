@@ -424,5 +424,113 @@ TEST(ShapeRule, Optimizers) {
             "adam_update operand 'm' must match the parameter: shape mismatch: f32[4] x f32[5]");
 }
 
+TEST(ShapeRule, Conv2d) {
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(infer(OpKind::Conv2d, {f32({2, 3, 5, 5}), f32({4, 3, 3, 3})}), f32({2, 4, 3, 3}));
+  // OH = floor((H + 2 ph - dh (KH - 1) - 1) / sh) + 1 = floor((7 + 2 - 4 - 1) / 2) + 1 = 3
+  EXPECT_EQ(infer(OpKind::Conv2d, {f32({1, 4, 7, 8}), f32({6, 2, 3, 3}), f32({6})},
+                  {{"stride", V{2, 3}}, {"padding", V{1, 0}}, {"dilation", V{2, 1}},
+                   {"groups", int64_t(2)}}),
+            f32({1, 6, 3, 2}));
+  EXPECT_EQ(ruleError(OpKind::Conv2d, {f32({2, 3, 5, 5}), f32({4, 2, 3, 3})}),
+            "conv2d channel mismatch: x has C = 3 channels, so w needs C/groups = 3 on axis 1 "
+            "(groups = 1): x f32[2,3,5,5], w f32[4,2,3,3]");
+  EXPECT_EQ(ruleError(OpKind::Conv2d, {f32({2, 3, 5, 5}), f32({4, 1, 3, 3})},
+                      {{"groups", int64_t(2)}}),
+            "conv2d input channels C = 3 are not divisible by groups = 2: x f32[2,3,5,5], "
+            "w f32[4,1,3,3]");
+  EXPECT_EQ(ruleError(OpKind::Conv2d, {f32({2, 4, 5, 5}), f32({3, 2, 3, 3})},
+                      {{"groups", int64_t(2)}}),
+            "conv2d output channels O = 3 are not divisible by groups = 2: x f32[2,4,5,5], "
+            "w f32[3,2,3,3]");
+  EXPECT_EQ(ruleError(OpKind::Conv2d, {f32({1, 1, 4, 4}), f32({1, 1, 3, 3})},
+                      {{"dilation", V{2, 2}}}),
+            "conv2d kernel 5x5 (dilated) is larger than the padded input 4x4: x f32[1,1,4,4], "
+            "w f32[1,1,3,3]");
+  EXPECT_EQ(ruleError(OpKind::Conv2d, {f32({1, 1, 4, 4}), f32({1, 1, 3, 3})},
+                      {{"stride", V{0, 1}}}),
+            "conv2d stride [0,1] must be positive");
+  EXPECT_EQ(ruleError(OpKind::Conv2d, {f32({1, 1, 4, 4}), f32({1, 1, 3, 3})},
+                      {{"dilation", V{1, -1}}}),
+            "conv2d dilation [1,-1] must be positive");
+  EXPECT_EQ(ruleError(OpKind::Conv2d, {f32({1, 1, 4, 4}), f32({1, 1, 3, 3})},
+                      {{"padding", V{-1, 0}}}),
+            "conv2d padding [-1,0] must be non-negative");
+  EXPECT_EQ(ruleError(OpKind::Conv2d, {f32({1, 1, 4, 4}), f32({1, 1, 3, 3})},
+                      {{"stride", V{2}}}),
+            "conv2d stride must have 2 values (height, width), got [2]");
+  EXPECT_EQ(ruleError(OpKind::Conv2d, {f32({1, 1, 4, 4}), f32({1, 1, 3, 3})},
+                      {{"groups", int64_t(0)}}),
+            "conv2d groups must be in [1, 1048576], got 0");
+  EXPECT_EQ(ruleError(OpKind::Conv2d, {f32({1, 1, 4, 4}), f32({1, 1, 3, 3})},
+                      {{"padding", V{0, int64_t(1) << 40}}}),
+            "conv2d padding [0,1099511627776] exceeds 1048576");
+  EXPECT_EQ(ruleError(OpKind::Conv2d, {f32({1, 4, 4}), f32({1, 1, 3, 3})}),
+            "conv2d operand 'x' must be f32 of rank 4 (N,C,H,W), got f32[1,4,4]");
+  EXPECT_EQ(ruleError(OpKind::Conv2d, {f32({1, 1, 4, 4}), f32({2, 1, 3, 3}), f32({1})}),
+            "conv2d operand 'b' must be f32[2] (the output channels of w f32[2,1,3,3]), got "
+            "f32[1]");
+  EXPECT_EQ(infer(OpKind::Conv2dGradInput, {f32({2, 4, 3, 3}), f32({4, 3, 3, 3})},
+                  {{"input_size", V{5, 5}}}),
+            f32({2, 3, 5, 5}));
+  EXPECT_EQ(ruleError(OpKind::Conv2dGradInput, {f32({2, 4, 3, 2}), f32({4, 3, 3, 3})},
+                      {{"input_size", V{5, 5}}}),
+            "conv2d_grad_input operand 'dy' f32[2,4,3,2] does not match the conv2d result "
+            "f32[2,4,3,3] of x f32[2,3,5,5] and w f32[4,3,3,3]");
+  EXPECT_EQ(infer(OpKind::Conv2dGradWeight, {f32({2, 4, 5, 5}), f32({2, 6, 3, 3})},
+                  {{"kernel_size", V{3, 3}}, {"groups", int64_t(2)}}),
+            f32({6, 2, 3, 3}));
+  EXPECT_EQ(ruleError(OpKind::Conv2dGradWeight, {f32({2, 4, 5, 5}), f32({1, 6, 3, 3})},
+                      {{"kernel_size", V{3, 3}}}),
+            "conv2d_grad_weight operand 'dy' f32[1,6,3,3] does not match the conv2d result "
+            "f32[2,6,3,3] of x f32[2,4,5,5] and w f32[6,4,3,3]");
+}
+
+TEST(ShapeRule, Pools) {
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(infer(OpKind::MaxPool2d, {f32({2, 3, 5, 5})}, {{"kernel", V{2, 2}}}),
+            f32({2, 3, 2, 2}));
+  EXPECT_EQ(infer(OpKind::MaxPool2d, {f32({2, 3, 5, 5})},
+                  {{"kernel", V{2, 2}}, {"ceil_mode", true}}),
+            f32({2, 3, 3, 3}));
+  // ceil_mode: ceil((5 + 2 - 2) / 2) + 1 = 4, but window 3 would start at
+  // 3 * 2 - 1 = 5, in the right padding: dropped, as PyTorch does.
+  EXPECT_EQ(infer(OpKind::AvgPool2d, {f32({1, 1, 5, 5})},
+                  {{"kernel", V{2, 2}}, {"padding", V{1, 1}}, {"ceil_mode", true}}),
+            f32({1, 1, 3, 3}));
+  EXPECT_EQ(infer(OpKind::AvgPool2d, {f32({1, 1, 7, 6})},
+                  {{"kernel", V{3, 2}}, {"stride", V{1, 2}}}),
+            f32({1, 1, 5, 3}));
+  EXPECT_EQ(ruleError(OpKind::MaxPool2d, {f32({1, 1, 5, 5})},
+                      {{"kernel", V{3, 3}}, {"padding", V{2, 1}}}),
+            "max_pool2d padding [2,1] must be at most half the kernel [3,3]");
+  EXPECT_EQ(ruleError(OpKind::MaxPool2d, {f32({1, 1, 2, 5})}, {{"kernel", V{3, 3}}}),
+            "max_pool2d kernel [3,3] is larger than the padded input 2x5 of x f32[1,1,2,5]");
+  EXPECT_EQ(ruleError(OpKind::AvgPool2d, {f32({1, 1, 5, 5})},
+                      {{"kernel", V{2, 2}}, {"stride", V{0, 2}}}),
+            "avg_pool2d stride [0,2] must be positive ([] = kernel)");
+  EXPECT_EQ(ruleError(OpKind::AvgPool2d, {f32({5, 5})}, {{"kernel", V{2, 2}}}),
+            "avg_pool2d operand 'x' must be f32 of rank 4 (N,C,H,W), got f32[5,5]");
+  EXPECT_EQ(ruleError(OpKind::MaxPool2dGrad, {f32({1, 1, 4, 4}), f32({1, 1, 3, 2})},
+                      {{"kernel", V{2, 2}}}),
+            "max_pool2d_grad operand 'dy' f32[1,1,3,2] does not match the pooled result "
+            "f32[1,1,2,2] of x f32[1,1,4,4]");
+  EXPECT_EQ(infer(OpKind::AvgPool2dGrad, {f32({1, 2, 2, 2})},
+                  {{"kernel", V{2, 2}}, {"input_size", V{5, 4}}}),
+            f32({1, 2, 5, 4}));
+  EXPECT_EQ(infer(OpKind::GlobalAvgPool2d, {f32({2, 3, 4, 5})}), f32({2, 3, 1, 1}));
+  EXPECT_EQ(ruleError(OpKind::GlobalAvgPool2d, {f32({2, 3, 0, 5})}),
+            "global_avg_pool2d operand 'x' must be f32 of rank 4 (N,C,H,W) with H, W >= 1, got "
+            "f32[2,3,0,5]");
+}
+
+TEST(ShapeRule, Flatten) {
+  EXPECT_EQ(infer(OpKind::Flatten, {f32({2, 3, 4, 5})}), f32({2, 60}));
+  EXPECT_EQ(infer(OpKind::Flatten, {f32({7, 3})}), f32({7, 3}));
+  EXPECT_EQ(infer(OpKind::Flatten, {i32({2, 2, 2})}), i32({2, 4}));
+  EXPECT_EQ(ruleError(OpKind::Flatten, {f32({5})}),
+            "flatten needs x of rank >= 2 ([N, ...]), got f32[5]");
+}
+
 } // namespace
 } // namespace mpc::ir

@@ -206,6 +206,45 @@ const char *kTransformerJson = R"({
   "optimizer": {"adam": {"lr": 0.01}}
 })";
 
+/// A small convolutional network on two devices: conv2d with bias and
+/// padding, relu, max_pool2d with ceil_mode on device a; a grouped, dilated
+/// conv2d, avg_pool2d (stride, padding, count_include_pad false),
+/// global_avg_pool2d, two flattens and a classifier on device b.
+const char *kCnnJson = R"({
+  "mpc": 1,
+  "name": "cnn",
+  "inputs": {"x": {"shape": [4, 3, 9, 9]}, "labels": {"shape": [4], "dtype": "i32"}},
+  "params": {
+    "w1": {"shape": [8, 3, 3, 3], "init": {"xavier": {"magnitude": 2.0}}, "device": "a"},
+    "b1": {"shape": [8], "init": {"uniform": {"low": -0.1, "high": 0.1}}, "device": "a"},
+    "w2": {"shape": [8, 4, 3, 3], "init": {"xavier": {"magnitude": 2.0}}, "device": "b"},
+    "w3": {"shape": [72, 5], "init": {"xavier": {"magnitude": 2.0}}, "device": "b"},
+    "w4": {"shape": [8, 5], "init": {"xavier": {"magnitude": 2.0}}, "device": "b"}
+  },
+  "nodes": [
+    {"name": "c1", "op": "conv2d", "inputs": ["x", "w1", "b1"], "attrs": {"padding": [1, 1]},
+     "device": "a"},
+    {"name": "r1", "op": "relu", "inputs": ["c1"]},
+    {"name": "p1", "op": "max_pool2d", "inputs": ["r1"],
+     "attrs": {"kernel": [2, 2], "ceil_mode": true}},
+    {"name": "c2", "op": "conv2d", "inputs": ["p1", "w2"],
+     "attrs": {"groups": 2, "dilation": [2, 2], "padding": [2, 2]}, "device": "b"},
+    {"name": "a2", "op": "avg_pool2d", "inputs": ["c2"],
+     "attrs": {"kernel": [3, 3], "stride": [2, 2], "padding": [1, 1],
+               "count_include_pad": false}},
+    {"name": "f", "op": "flatten", "inputs": ["a2"]},
+    {"name": "g", "op": "global_avg_pool2d", "inputs": ["c2"]},
+    {"name": "fg", "op": "flatten", "inputs": ["g"]},
+    {"name": "h", "op": "matmul", "inputs": ["f", "w3"]},
+    {"name": "hg", "op": "matmul", "inputs": ["fg", "w4"]},
+    {"name": "logits", "op": "add", "inputs": ["h", "hg"]},
+    {"name": "loss", "op": "softmax_cross_entropy", "inputs": ["logits", "labels"]}
+  ],
+  "loss": "loss",
+  "outputs": ["logits"],
+  "optimizer": {"sgd": {"lr": 0.05, "momentum": 0.9}}
+})";
+
 struct Compiled {
   std::unique_ptr<ir::Graph> graph; ///< the training graph (for the interpreter)
   plan::Plan plan;                  ///< after a round trip through plan.bin bytes
@@ -268,6 +307,8 @@ TEST(EndToEnd, ManyOpsMatchInterpreter) { checkAgainstInterpreter(kManyOpsJson, 
 TEST(EndToEnd, SliceAndConcatMatchInterpreter) { checkAgainstInterpreter(kSliceConcatJson, 5); }
 
 TEST(EndToEnd, TransformerBlockMatchesInterpreter) { checkAgainstInterpreter(kTransformerJson, 5); }
+
+TEST(EndToEnd, ConvNetMatchesInterpreter) { checkAgainstInterpreter(kCnnJson, 5); }
 
 /// A random model over the op set: a chain of dense layers, activations,
 /// binary ops with earlier values, softmax/log_softmax, centring by a mean,

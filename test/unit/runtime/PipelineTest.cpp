@@ -236,6 +236,37 @@ TEST(Pipeline, OneFOneBUsesLessArenaThanGPipe) {
   EXPECT_LT(ofob, gpipe);
 }
 
+TEST(Pipeline, ConvNetMicrobatches) {
+  // conv2d, the pools and flatten keep axis 0 as the batch; the weight
+  // gradients (conv2d_grad_weight, and the bias' sum) add up over the
+  // micro-batches.
+  json model = json::parse(R"({
+    "mpc": 1, "name": "cnn_mb",
+    "inputs": {"x": {"shape": [4, 2, 7, 7]}, "labels": {"shape": [4], "dtype": "i32"}},
+    "params": {
+      "w1": {"shape": [4, 2, 3, 3], "init": {"xavier": {"magnitude": 2.0}}, "device": "a"},
+      "b1": {"shape": [4], "init": {"constant": 0.1}, "device": "a"},
+      "w2": {"shape": [36, 3], "init": {"xavier": {"magnitude": 2.0}}, "device": "b"}
+    },
+    "nodes": [
+      {"name": "c", "op": "conv2d", "inputs": ["x", "w1", "b1"],
+       "attrs": {"stride": [2, 2], "padding": [1, 1]}, "device": "a"},
+      {"name": "r", "op": "relu", "inputs": ["c"]},
+      {"name": "p", "op": "avg_pool2d", "inputs": ["r"],
+       "attrs": {"kernel": [2, 2], "stride": [1, 1], "padding": [1, 1]}},
+      {"name": "m", "op": "max_pool2d", "inputs": ["p"],
+       "attrs": {"kernel": [2, 2], "ceil_mode": true}, "device": "b"},
+      {"name": "f", "op": "flatten", "inputs": ["m"]},
+      {"name": "h", "op": "matmul", "inputs": ["f", "w2"]},
+      {"name": "loss", "op": "softmax_cross_entropy", "inputs": ["h", "labels"]}
+    ],
+    "loss": "loss", "outputs": ["h"],
+    "optimizer": {"sgd": {"lr": 0.1}}
+  })");
+  for (const std::string &s : kSchedules)
+    for (int64_t m : {2, 4}) expectSameTraining(model, m, s);
+}
+
 TEST(Pipeline, BatchAxisErrors) {
   auto message = [](const json &model, int64_t m) -> std::string {
     try {

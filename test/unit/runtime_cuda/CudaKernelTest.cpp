@@ -100,6 +100,25 @@ const std::vector<OpCase> &largeCases() {
         {{"lr", 0.01}, {"weight_decay", 0.01}}, {{}, {}, {}, spec(0, 1), spec(1, 9, true)});
     add(OpKind::SgdUpdate, "nesterov", {f32({4099}), f32({4099}), f32({4099}), f32({1})},
         {{"lr", 0.1}, {"momentum", 0.9}, {"nesterov", true}}, {{}, {}, {}, spec(1, 5, true)});
+    // CNN ops past one block of threads, with groups, stride, padding and
+    // dilation (grid-stride loops, strided-batched GEMMs over the groups).
+    add(OpKind::Conv2d, "groups", {f32({3, 16, 33, 31}), f32({24, 4, 3, 3}), f32({24})},
+        {{"groups", int64_t(4)}, {"stride", V{2, 1}}, {"padding", V{1, 1}}});
+    add(OpKind::Conv2dGradInput, "dilation", {f32({2, 24, 29, 27}), f32({24, 8, 3, 3})},
+        {{"groups", int64_t(2)}, {"dilation", V{2, 2}}, {"input_size", V{33, 31}}});
+    add(OpKind::Conv2dGradWeight, "stride", {f32({4, 16, 33, 31}), f32({4, 8, 17, 16})},
+        {{"kernel_size", V{3, 3}}, {"stride", V{2, 2}}, {"padding", V{1, 1}}});
+    add(OpKind::MaxPool2d, "ceil", {f32({4, 16, 33, 31})},
+        {{"kernel", V{3, 3}}, {"stride", V{2, 2}}, {"padding", V{1, 1}}, {"ceil_mode", true}});
+    add(OpKind::MaxPool2dGrad, "overlap", {f32({4, 16, 33, 31}), f32({4, 16, 31, 29})},
+        {{"kernel", V{3, 3}}, {"stride", V{1, 1}}});
+    add(OpKind::AvgPool2d, "exclude", {f32({4, 16, 33, 31})},
+        {{"kernel", V{3, 3}}, {"stride", V{2, 2}}, {"padding", V{1, 1}}, {"ceil_mode", true},
+         {"count_include_pad", false}});
+    add(OpKind::AvgPool2dGrad, "include", {f32({4, 16, 17, 16})},
+        {{"kernel", V{3, 3}}, {"stride", V{2, 2}}, {"padding", V{1, 1}}, {"ceil_mode", true},
+         {"input_size", V{33, 31}}});
+    add(OpKind::GlobalAvgPool2d, "planes", {f32({8, 129, 7, 9})});
     return cs;
   }();
   return cases;

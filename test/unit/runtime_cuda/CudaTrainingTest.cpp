@@ -53,6 +53,43 @@ const char *kMlpTemplate = R"json({
   "optimizer": {"sgd": {"lr": 0.05, "momentum": 0.9}}
 })json";
 
+/// A CNN classifier over three stages: conv2d (bias, padding), relu,
+/// max_pool2d; a grouped conv2d, avg_pool2d (ceil_mode, count_include_pad
+/// false); global_avg_pool2d and flatten into two dense heads.
+const char *kCnnJson = R"json({
+  "mpc": 1, "name": "cnn3",
+  "inputs": { "x": {"shape": [8, 3, 12, 12]}, "labels": {"shape": [8], "dtype": "i32"} },
+  "params": {
+    "w1": {"shape": [8, 3, 3, 3], "init": {"xavier": {"magnitude": 2.0}}, "device": "stage0"},
+    "b1": {"shape": [8],          "init": {"constant": 0.01},           "device": "stage0"},
+    "w2": {"shape": [16, 4, 3, 3], "init": {"xavier": {"magnitude": 2.0}}, "device": "stage1"},
+    "w3": {"shape": [256, 10],    "init": {"xavier": {"magnitude": 2.0}}, "device": "stage2"},
+    "w4": {"shape": [16, 10],     "init": {"xavier": {"magnitude": 2.0}}, "device": "stage2"}
+  },
+  "nodes": [
+    {"name": "c1", "op": "conv2d", "inputs": ["x", "w1", "b1"], "attrs": {"padding": [1, 1]},
+     "device": "stage0"},
+    {"name": "r1", "op": "relu", "inputs": ["c1"], "device": "stage0"},
+    {"name": "p1", "op": "max_pool2d", "inputs": ["r1"], "attrs": {"kernel": [2, 2]},
+     "device": "stage0"},
+    {"name": "c2", "op": "conv2d", "inputs": ["p1", "w2"],
+     "attrs": {"groups": 2, "padding": [1, 1]}, "device": "stage1"},
+    {"name": "r2", "op": "relu", "inputs": ["c2"], "device": "stage1"},
+    {"name": "p2", "op": "avg_pool2d", "inputs": ["r2"],
+     "attrs": {"kernel": [3, 3], "stride": [2, 2], "padding": [1, 1], "ceil_mode": true,
+               "count_include_pad": false}, "device": "stage1"},
+    {"name": "f", "op": "flatten", "inputs": ["p2"], "device": "stage2"},
+    {"name": "g", "op": "global_avg_pool2d", "inputs": ["r2"], "device": "stage2"},
+    {"name": "fg", "op": "flatten", "inputs": ["g"], "device": "stage2"},
+    {"name": "h", "op": "matmul", "inputs": ["f", "w3"], "device": "stage2"},
+    {"name": "hg", "op": "matmul", "inputs": ["fg", "w4"], "device": "stage2"},
+    {"name": "z", "op": "add", "inputs": ["h", "hg"], "device": "stage2"},
+    {"name": "loss", "op": "softmax_cross_entropy", "inputs": ["z", "labels"], "device": "stage2"}
+  ],
+  "loss": "loss", "outputs": ["z"],
+  "optimizer": {"sgd": {"lr": 0.05, "momentum": 0.9}}
+})json";
+
 std::string mlpJson(int width, int batch) {
   std::string s = kMlpTemplate;
   for (auto [key, value] : {std::pair<std::string, int>{"WIDTH", width}, {"BATCH", batch}})
@@ -171,7 +208,8 @@ void trainBothAndCompare(const std::string &json, int steps, const CudaOptions *
 // as CPU workers) trains them, so a GPU failure below is the CUDA runtime's,
 // not the test's.
 TEST(CudaTrainingSetup, ModelsCompileForThreeGpuDevicesAndTrainOnTheCpuRuntime) {
-  for (const std::string &json : {std::string(test::seedModelJson()), mlpJson(96, 64)}) {
+  for (const std::string &json :
+       {std::string(test::seedModelJson()), mlpJson(96, 64), std::string(kCnnJson)}) {
     plan::Plan p = compileFor(json, {"gpu:0", "gpu:1", "gpu:2"}, /*microbatches=*/4);
     ASSERT_EQ(p.devices.size(), 3u);
     EXPECT_TRUE(planUsesGpu(p));
@@ -190,6 +228,11 @@ TEST(CudaTraining, SeedModelOnThreeDevicesMatchesCpuRuntime) {
 TEST(CudaTraining, MlpOnThreeDevicesMatchesCpuRuntime) {
   MPC_REQUIRE_GPU();
   trainBothAndCompare(mlpJson(96, 64), 30);
+}
+
+TEST(CudaTraining, CnnOnThreeDevicesMatchesCpuRuntime) {
+  MPC_REQUIRE_GPU();
+  trainBothAndCompare(kCnnJson, 30);
 }
 
 // Pipelined plans are ordinary instruction lists (slices, concats, the
