@@ -114,21 +114,23 @@ void launchCausalMask(const float *x, float *y, int64_t mats, int64_t rows, int6
 
 /// loss[0] = sum over counted rows n of (logsumexp(logits[n,:]) -
 /// logits[n, labels[n]]) / (counted rows), a row being counted when its label
-/// is not `ignoreIndex` (no row counted: NaN). A counted label outside [0, C)
+/// is not `ignoreIndex` (no row counted: NaN); with `sum` (reduction "sum")
+/// not divided (no row counted: 0). A counted label outside [0, C)
 /// is reported to `err` and makes the loss NaN. `scratch` holds
 /// crossEntropyScratchFloats(rows) floats.
 void launchSoftmaxCrossEntropy(const float *logits, const int32_t *labels, float *loss,
-                               int64_t rows, int64_t classes, int64_t ignoreIndex,
+                               int64_t rows, int64_t classes, int64_t ignoreIndex, bool sum,
                                float *scratch, DataErrorSink err, cudaStream_t stream);
 int64_t crossEntropyScratchFloats(int64_t rows);
-/// dlogits = dy[0] * (softmax(logits) - onehot(labels)) / (counted rows), 0 on
+/// dlogits = dy[0] * (softmax(logits) - onehot(labels)) / (counted rows) (not
+/// divided with `sum`), 0 on
 /// the rows labelled `ignoreIndex`; a bad label gives a NaN row (and is
 /// reported). `scratch` holds crossEntropyGradScratchFloats(rows) floats (the
 /// count of counted rows, found by a fixed two-stage integer sum).
 void launchSoftmaxCrossEntropyGrad(const float *logits, const int32_t *labels, const float *dy,
                                    float *dlogits, int64_t rows, int64_t classes,
-                                   int64_t ignoreIndex, float *scratch, DataErrorSink err,
-                                   cudaStream_t stream);
+                                   int64_t ignoreIndex, bool sum, float *scratch,
+                                   DataErrorSink err, cudaStream_t stream);
 int64_t crossEntropyGradScratchFloats(int64_t rows);
 
 /// layer_norm over rows of `d` elements, statistics in float64 (biased
