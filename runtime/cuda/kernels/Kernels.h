@@ -147,6 +147,32 @@ void launchLayerNormGammaGrad(const float *x, const float *dy, float *dgamma, in
                               int64_t d, double eps, float *scratch, cudaStream_t stream);
 int64_t layerNormGammaGradScratchFloats(int64_t rows, int64_t d);
 
+/// batch_norm and its gradients over x seen as [outer, c, inner] (c the
+/// channels): one block per channel, statistics and sums in float64 over a
+/// fixed tree. `runMean`/`runVar` null: the channel's batch statistics
+/// (biased variance), else those running statistics.
+struct ChannelShape {
+  int64_t outer = 1, c = 1, inner = 1;
+};
+/// y = (x - mean) * rstd * gamma + beta per channel.
+void launchBatchNorm(const float *x, const float *gamma, const float *beta, const float *runMean,
+                     const float *runVar, float *y, ChannelShape s, double eps,
+                     cudaStream_t stream);
+/// dx: with batch statistics rstd * (g - mean(g) - xhat * mean(g * xhat)),
+/// g = dy * gamma; with running ones dy * gamma * rstd.
+void launchBatchNormGrad(const float *x, const float *gamma, const float *dy,
+                         const float *runMean, const float *runVar, float *dx, ChannelShape s,
+                         double eps, cudaStream_t stream);
+/// dgamma[c] = sum over channel c of dy * xhat.
+void launchBatchNormGammaGrad(const float *x, const float *dy, const float *runMean,
+                              const float *runVar, float *dgamma, ChannelShape s, double eps,
+                              cudaStream_t stream);
+/// running = momentum * running + (1 - momentum) * batch statistic, in place
+/// (mean, biased variance); `out` (the result) gets the new running mean
+/// unless it is `runMean` itself.
+void launchBatchNormUpdate(float *runMean, float *runVar, const float *x, float *out,
+                           ChannelShape s, double momentum, cudaStream_t stream);
+
 /// out[n, :] = table[ids[n], :] for n in [0, n); an id outside [0, vocab) is
 /// reported to `err` and gives a zero row.
 void launchEmbedding(const int32_t *ids, const float *table, float *out, int64_t n,
