@@ -17,13 +17,14 @@
 // (docs/runtime.md).
 //
 // Algorithm:
-//   1. For each batch_norm node with three operands, in creation order:
-//      its state names; a name already taken by a state means the node was
-//      done by an earlier run (the pass is idempotent); taken by anything
-//      else, a user error naming the attribute.
-//   2. Create the two states on the node's device (the pass runs after
-//      `place` in the default pipeline, so that device is concrete), and
-//      either the update (training) or the extra operands.
+//   1. For each batch_norm node with three operands, in creation order,
+//      that has no update yet (the pass is idempotent): its state names.
+//   2. The two states on the node's device (the pass runs after `place` in
+//      the default pipeline, so that device is concrete): created, or
+//      reused when a state of that name and type exists (nodes sharing
+//      statistics); a name taken by anything else is a user error naming
+//      the attribute. Then either the update (training) or the extra
+//      operands.
 // It runs before `microbatch`, so that each micro-batch's replica of the
 // update folds in its own statistics, in micro-batch order (GPipe's
 // semantics, docs/pipelining.md).
@@ -33,6 +34,8 @@
 
 #include "ir/Builder.h"
 #include "support/Error.h"
+
+#include <set>
 
 namespace mpc::passes {
 
@@ -69,36 +72,45 @@ public:
     std::vector<Node *> nodes;
     for (const auto &n : g.nodes())
       if (n->isOp(ir::OpKind::BatchNorm) && n->inputs.size() == 3) nodes.push_back(n.get());
+    // Nodes an earlier run gave their update (the pass is idempotent).
+    std::set<std::string> updated;
+    for (const auto &n : g.nodes())
+      if (n->isOp(ir::OpKind::BatchNormUpdate)) updated.insert(n->origin);
     bool changed = false;
     for (Node *n : nodes) {
+      const bool update = training && !ir::getBool(n->attrs, "use_global_stats");
+      if (update && updated.count(n->name)) continue;
       std::string meanName = stateName(*n, "running_mean");
       std::string varName = stateName(*n, "running_var");
       if (meanName == varName)
         throw UserError(g.sourceFile, n->where(),
                         n->describe() + " names one tensor '" + meanName +
                             "' for both running_mean and running_var");
-      bool done = false;
-      for (auto [name, attr] : {std::pair{meanName, "running_mean"}, {varName, "running_var"}})
-        if (const Node *taken = g.find(name)) {
-          if (taken->kind != ir::NodeKind::State)
-            throw UserError(g.sourceFile, n->where(),
-                            n->describe() + " " + attr + " '" + name +
-                                "' is already the name of " + taken->describe());
-          done = true;
-        }
-      if (done) continue;
-
       const Node *x = n->inputs[0];
       int64_t axis = *ir::normalizeAxis(ir::getInt(n->attrs, "axis"), x->type.rank());
       ir::TensorType vec{ir::DType::F32, {x->type.shape[size_t(axis)]}};
-      const std::string &param = ownerParam(g, *n)->name;
-      Node *mean = g.addState(meanName, vec, ir::InitSpec{ir::InitSpec::Zeros}, param);
-      Node *var = g.addState(varName, vec, ir::InitSpec{ir::InitSpec::Ones}, param);
-      mean->device = var->device = n->device;
-      ctx.count("batch-norm-stats", "state-tensors", 2);
-      if (training && !ir::getBool(n->attrs, "use_global_stats")) {
+      // A state of that name is reused (two batch_norm nodes may share their
+      // statistics, as MXNet's aux states can be shared); anything else with
+      // the name is an error.
+      auto stateFor = [&](const std::string &name, const char *attr, ir::InitSpec::Kind init) {
+        if (Node *taken = g.find(name)) {
+          if (taken->kind != ir::NodeKind::State || taken->type != vec)
+            throw UserError(g.sourceFile, n->where(),
+                            n->describe() + " " + attr + " '" + name +
+                                "' is already the name of " + taken->describe() + " " +
+                                taken->type.str() + " (expected state " + vec.str() + ")");
+          return taken;
+        }
+        Node *st = g.addState(name, vec, ir::InitSpec{init}, ownerParam(g, *n)->name);
+        st->device = n->device;
+        ctx.count("batch-norm-stats", "state-tensors");
+        return st;
+      };
+      Node *mean = stateFor(meanName, "running_mean", ir::InitSpec::Zeros);
+      Node *var = stateFor(varName, "running_var", ir::InitSpec::Ones);
+      if (update) {
         ir::Builder b(g);
-        b.device = n->device;
+        b.device = mean->device; // with the state it updates, as optimizer updates are
         b.origin = n->name;
         b.create(ir::OpKind::BatchNormUpdate, {mean, var, n->inputs[0]},
                  {{"momentum", ir::getFloat(n->attrs, "momentum")},
