@@ -460,10 +460,13 @@ TEST(EndToEnd, BatchNormMatchesInterpreter) {
 TEST(EndToEnd, BatchNormMicrobatchedMatchesInterpreter) {
   // Per-micro-batch statistics and two running updates per step, in order:
   // the CPU runtime against the interpreter on the same split graph.
-  nlohmann::json j = nlohmann::json::parse(kBatchNormJson);
-  j["pipeline"] = {{"microbatches", 2}, {"schedule", "gpipe"}};
-  checkAgainstInterpreter(j.dump(), 5);
-  checkStatesAgainstInterpreter(compile(j.dump()));
+  for (const char *schedule : {"gpipe", "1f1b"}) {
+    SCOPED_TRACE(schedule);
+    nlohmann::json j = nlohmann::json::parse(kBatchNormJson);
+    j["pipeline"] = {{"microbatches", 2}, {"schedule", schedule}};
+    checkAgainstInterpreter(j.dump(), 5);
+    checkStatesAgainstInterpreter(compile(j.dump()));
+  }
 }
 
 /// The MLP with per-parameter multipliers: w0 learns at half the rate with
