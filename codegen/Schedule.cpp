@@ -89,13 +89,20 @@ std::vector<std::vector<size_t>> executionSuccessors(const ir::Graph &graph) {
       users[index(in)].push_back(nodes[i].get());
     }
   }
+  // Two updates of one tensor (batch_norm_update's micro-batch replicas)
+  // run in creation order, which is micro-batch order.
+  std::vector<size_t> lastUpdate(nodes.size(), SIZE_MAX);
   for (size_t u = 0; u < nodes.size(); ++u) {
     const ir::Node *update = nodes[u].get();
     if (!updatesInPlace(update)) continue;
     for (int k : update->info().mutatedOperands) {
       if (k >= int(update->inputs.size())) continue;
-      for (const ir::Node *reader : users[index(update->inputs[size_t(k)])])
+      size_t target = index(update->inputs[size_t(k)]);
+      for (const ir::Node *reader : users[target])
         if (reader != update && !updatesInPlace(reader)) succ[index(reader)].push_back(u);
+      if (lastUpdate[target] != SIZE_MAX && lastUpdate[target] != u)
+        succ[lastUpdate[target]].push_back(u);
+      lastUpdate[target] = u;
     }
   }
   return succ;

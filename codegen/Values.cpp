@@ -7,9 +7,10 @@
 // and states drawn with ir::initialValues.
 //
 // Buffers: params, state, inputs, model outputs and the loss live in the
-// persistent region, everything else in the arena. An optimizer update
-// (sgd_update, adam_update) writes its parameter in place, so its value *is*
-// its operand 0's buffer; no new buffer is made for it.
+// persistent region, everything else in the arena. An in-place update
+// (sgd_update, adam_update, batch_norm_update) writes its operand 0 (the
+// parameter, the running mean), so its value *is* that operand's buffer; no
+// new buffer is made for it.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Lower.h"
@@ -32,9 +33,7 @@ namespace {
 
 plan::DType toPlan(ir::DType t) { return t == ir::DType::F32 ? plan::DType::F32 : plan::DType::I32; }
 
-bool isOptimizerUpdate(const ir::Node *n) {
-  return n->isOp(ir::OpKind::SgdUpdate) || n->isOp(ir::OpKind::AdamUpdate);
-}
+bool isOptimizerUpdate(const ir::Node *n) { return n->isOp() && n->info().has(ir::kOptimizer); }
 
 } // namespace
 

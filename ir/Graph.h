@@ -92,6 +92,9 @@ struct Node {
   /// "gpu:1") as written by the user; concrete after `place`.
   std::string device;
   std::optional<InitSpec> init; ///< Param and State
+  /// Param: factors of the optimizer's learning rate and weight decay for
+  /// this parameter (MXNet's lr_mult, wd_mult); optimize-step applies them.
+  double lrMult = 1.0, wdMult = 1.0;
   /// Where the node came from in the model file ("/nodes/3", "/params/w0");
   /// empty for nodes created by passes. Used in diagnostics.
   std::string jsonPath;

@@ -52,7 +52,8 @@ const std::vector<std::string> kTopKeys = {"mpc",     "name",      "inputs", "pa
                                            "optimizer", "stages",  "gradients",
                                            "pipeline"};
 const std::vector<std::string> kInputKeys = {"shape", "dtype", "device"};
-const std::vector<std::string> kParamKeys = {"shape", "dtype", "init", "device"};
+const std::vector<std::string> kParamKeys = {"shape",  "dtype",   "init",
+                                             "device", "lr_mult", "wd_mult"};
 const std::vector<std::string> kStateKeys = {"shape", "dtype", "init", "param", "device"};
 const std::vector<std::string> kNodeKeys = {"name",   "op",       "inputs", "attrs",
                                             "device", "backward", "origin"};
@@ -588,7 +589,22 @@ private:
       Node *n = g_->addParam(name, TensorType{dt, shape}, init);
       n->device = dev;
       n->jsonPath = ptr;
+      n->lrMult = readMult(obj, ptr, "lr_mult", who);
+      n->wdMult = readMult(obj, ptr, "wd_mult", who);
     }
+  }
+
+  /// A param's lr_mult or wd_mult: a finite number >= 0, default 1.
+  double readMult(const json &obj, const std::string &ptr, const std::string &key,
+                  const std::string &who) const {
+    const json *j = find(obj, key);
+    if (!j) return 1.0;
+    std::string p = child(ptr, key);
+    if (!j->is_number()) fail(p, key + " of " + who + " must be a number, got " + describeJson(*j));
+    double v = j->get<double>();
+    if (!(v >= 0) || !std::isfinite(v))
+      fail(p, key + " of " + who + " must be a finite number >= 0, got " + describeJson(*j));
+    return v;
   }
 
   void readStates(const json &j) {

@@ -105,6 +105,8 @@ json leafJson(const Node &n) {
   if (n.init) j["init"] = initJson(*n.init);
   if (n.kind == NodeKind::State) j["param"] = n.origin;
   if (!n.device.empty()) j["device"] = n.device;
+  if (n.lrMult != 1.0) j["lr_mult"] = n.lrMult;
+  if (n.wdMult != 1.0) j["wd_mult"] = n.wdMult;
   return j;
 }
 
@@ -249,6 +251,9 @@ std::string diffNodes(const Node &a, const Node &b) {
     return who + "init " + (a.init ? a.init->str() : "none") + " vs " +
            (b.init ? b.init->str() : "none");
   if (a.origin != b.origin) return who + "origin " + q(a.origin) + " vs " + q(b.origin);
+  if (a.lrMult != b.lrMult || a.wdMult != b.wdMult)
+    return who + "lr_mult, wd_mult " + attrValueStr(a.lrMult) + ", " + attrValueStr(a.wdMult) +
+           " vs " + attrValueStr(b.lrMult) + ", " + attrValueStr(b.wdMult);
   if (a.backward != b.backward)
     return who + "backward " + (a.backward ? "true" : "false") + " vs " +
            (b.backward ? "true" : "false");

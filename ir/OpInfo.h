@@ -29,7 +29,10 @@ enum OpTrait : unsigned {
   kElementwise = 1u << 0, ///< output element i depends on input elements i only
   kBroadcasts = 1u << 1,  ///< operands broadcast NumPy style to the result shape
   kStopsGradient = 1u << 2, ///< no gradient flows through (stop_gradient)
-  kOptimizer = 1u << 3,   ///< a parameter update; mutates `mutatedOperands` in place
+  /// An in-place update of persistent tensors (a parameter update, or
+  /// batch_norm_update of running statistics): mutates `mutatedOperands`,
+  /// runs once per step after every reader of the old values.
+  kOptimizer = 1u << 3,
   kTransfer = 1u << 4,    ///< moves its operand to the node's device (copy)
   kLeafConst = 1u << 5,   ///< no operands; produces a constant (fill)
 };
@@ -75,7 +78,7 @@ struct OpInfo {
   /// nullptr: the op cannot take a batched operand.
   BatchFn batch = nullptr;
   unsigned traits = 0;
-  std::vector<int> mutatedOperands; ///< operands an optimizer op updates in place
+  std::vector<int> mutatedOperands; ///< operands a kOptimizer op updates in place
 
   /// The most operands the op takes; kMaxVariadicArity for a variadic op.
   int maxArity() const { return variadic ? kMaxVariadicArity : int(operands.size()); }

@@ -23,6 +23,9 @@ std::string leafAttrs(const Node &n) {
   std::vector<std::string> parts;
   if (n.init) parts.push_back("init=" + n.init->str());
   if (n.kind == NodeKind::State) parts.push_back("param=" + n.origin);
+  // Multipliers only where they differ from 1, so that most models print as before.
+  if (n.lrMult != 1.0) parts.push_back("lr_mult=" + attrValueStr(n.lrMult));
+  if (n.wdMult != 1.0) parts.push_back("wd_mult=" + attrValueStr(n.wdMult));
   std::string s;
   for (size_t i = 0; i < parts.size(); ++i) s += (i ? ", " : "") + parts[i];
   return s;

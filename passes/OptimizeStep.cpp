@@ -18,6 +18,9 @@
 //      state (SGD needs state only with momentum) and its update op, with the
 //      optimizer's hyper-parameters as attributes (adamw: adam_update with
 //      decoupled=true). The formulas are torch.optim's (docs/passes.md).
+//      A param's lr_mult and wd_mult (MXNet's per-parameter multipliers)
+//      scale the update's lr and weight_decay attributes, so the kernels stay
+//      as they are; lr_mult 0 makes every update p - 0 * g = p, bit for bit.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Pass.h"
@@ -81,6 +84,7 @@ public:
       ir::Builder b(g);
       b.device = p->device;
       b.origin = p->name;
+      double lr = opt.lr * p->lrMult, wd = opt.weightDecay * p->wdMult;
       if (opt.kind == "sgd") {
         std::vector<Node *> operands{p, grad};
         if (opt.momentum != 0.0) {
@@ -88,10 +92,10 @@ public:
           operands.push_back(state("step", step));
         }
         b.create(ir::OpKind::SgdUpdate, operands,
-                 {{"lr", opt.lr},
+                 {{"lr", lr},
                   {"momentum", opt.momentum},
                   {"dampening", opt.dampening},
-                  {"weight_decay", opt.weightDecay},
+                  {"weight_decay", wd},
                   {"nesterov", opt.nesterov}},
                  p->name + ".update");
       } else {
@@ -99,11 +103,11 @@ public:
         Node *v = state("v", p->type);
         Node *t = state("step", step);
         b.create(ir::OpKind::AdamUpdate, {p, grad, m, v, t},
-                 {{"lr", opt.lr},
+                 {{"lr", lr},
                   {"beta1", opt.beta1},
                   {"beta2", opt.beta2},
                   {"eps", opt.eps},
-                  {"weight_decay", opt.weightDecay},
+                  {"weight_decay", wd},
                   {"decoupled", opt.kind == "adamw"}},
                  p->name + ".update");
       }

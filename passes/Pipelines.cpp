@@ -4,6 +4,10 @@
 //   1. infer-shapes   types for every node (the reader already did; cheap)
 //   2. canonicalize   drop dead nodes, fold identity reshapes/transposes
 //   3. place          a concrete device for every node
+//      batch-norm-stats  (models with batch_norm) running statistics as
+//                     state, and their update in training (after place:
+//                     the state takes its node's device; before microbatch:
+//                     each micro-batch updates them in turn)
 //   4. microbatch     with more than one micro-batch: one replica of the
 //                     batched forward graph per micro-batch (after placement,
 //                     so that every replica has its stage's device)
@@ -41,6 +45,11 @@ ir::PipelineSpec effectivePipeline(const ir::Graph &g, const PassOptions &opts) 
 
 std::string defaultPipeline(const ir::Graph &graph, const PassOptions &options) {
   std::string p = "infer-shapes,canonicalize,place";
+  for (const auto &n : graph.nodes())
+    if (n->isOp(ir::OpKind::BatchNorm)) {
+      p += ",batch-norm-stats";
+      break;
+    }
   if (effectivePipeline(graph, options).microbatches > 1) p += ",microbatch";
   p += ",insert-copies";
   if (!graph.loss.empty()) p += ",autodiff,insert-copies,optimize-step";

@@ -3,7 +3,8 @@
 // Losses reduce to an f32 scalar (a mean, as torch's default reduction).
 // softmax_cross_entropy takes integer class labels (i32[N], or i32[...] for
 // logits f32[..., C]) and fuses log_softmax with the negative log-likelihood;
-// rows labelled ignore_index are left out of the mean, as in PyTorch. Its
+// rows labelled ignore_index are left out of the mean, as in PyTorch; its
+// `reduction` "sum" (torch's and MXNet's other reduction) sums them. Its
 // gradient is the separate op softmax_cross_entropy_grad, which is not
 // differentiable itself.
 //
@@ -78,6 +79,20 @@ AttrSpec ignoreIndexAttr() {
               "rows whose label equals it are left out of the mean (not range-checked)");
 }
 
+AttrSpec reductionAttr() {
+  return attr("reduction", AttrType::String, std::string("mean"),
+              "\"mean\" (over the rows not ignored) or \"sum\"");
+}
+
+/// Whether `reduction` is "sum"; rejects anything but "mean" and "sum".
+bool sumReduction(const char *op, const AttrMap &attrs) {
+  const std::string &r = getString(attrs, "reduction");
+  if (r != "mean" && r != "sum")
+    throw RuleError(std::string(op) + " reduction must be \"mean\" or \"sum\", got \"" + r +
+                    "\"");
+  return r == "sum";
+}
+
 /// A mean over the batch (and, for mse_loss, over the other axes): every
 /// operand must be batched, and the full-batch loss is the mean of the
 /// micro-batch losses.
@@ -118,17 +133,19 @@ void addLossOps(std::vector<OpInfo> &t) {
   }
   {
     OpInfo r = makeOp(OpKind::SoftmaxCrossEntropy, "softmax_cross_entropy", "Loss",
-                      "mean over the rows whose label is not ignore_index of "
-                      "-log_softmax(logits)[n, labels[n]]: an f32 scalar",
+                      "mean (reduction \"mean\") or sum (\"sum\") over the rows whose label is "
+                      "not ignore_index of -log_softmax(logits)[n, labels[n]]: an f32 scalar",
                       {"logits", "labels"});
-    r.attrs = {ignoreIndexAttr()};
-    r.infer = [](TypeOps o, const AttrMap &) {
+    r.attrs = {ignoreIndexAttr(), reductionAttr()};
+    r.infer = [](TypeOps o, const AttrMap &a) {
       checkLogitsLabels("softmax_cross_entropy", o[0], o[1]);
+      sumReduction("softmax_cross_entropy", a);
       return TensorType{DType::F32, {}};
     };
     r.grad = [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
       return {b.create(OpKind::SoftmaxCrossEntropyGrad, {n.inputs[0], n.inputs[1], dy},
-                       {{"ignore_index", getInt(n.attrs, "ignore_index")}}),
+                       {{"ignore_index", getInt(n.attrs, "ignore_index")},
+                        {"reduction", getString(n.attrs, "reduction")}}),
               nullptr};
     };
     r.reference = [](RefOps o, const AttrMap &a, RefTensor &out) {
@@ -145,21 +162,29 @@ void addLossOps(std::vector<OpInfo> &t) {
         s -= row[size_t(label)];
         ++counted;
       }
-      // No row counted: 0 / 0, NaN as in PyTorch.
-      out.data[0] = s / double(counted);
+      // No row counted: the mean is 0 / 0, NaN as in PyTorch; the sum is 0.
+      out.data[0] = sumReduction("softmax_cross_entropy", a) ? s : s / double(counted);
     };
     r.flops = flopsPerInput<5>;
-    r.batch = batchMeanLoss;
+    // The sum over the batch is the sum of the micro-batch sums; the mean
+    // stays the mean of the micro-batch means (exact when no row is ignored).
+    r.batch = [](const BatchQuery &q) -> BatchResult {
+      BatchResult res = batchMeanLoss(q);
+      if (sumReduction("softmax_cross_entropy", q.attrs)) res.combine = BatchCombine::Sum;
+      return res;
+    };
     t.push_back(std::move(r));
   }
   {
     OpInfo r = makeOp(OpKind::SoftmaxCrossEntropyGrad, "softmax_cross_entropy_grad", "Loss",
-                      "dy * (softmax(logits) - onehot(labels)) / (rows not ignored), zero on "
-                      "ignored rows: the gradient of softmax_cross_entropy (not differentiable)",
+                      "dy * (softmax(logits) - onehot(labels)) / (rows not ignored; 1 for "
+                      "reduction \"sum\"), zero on ignored rows: the gradient of "
+                      "softmax_cross_entropy (not differentiable)",
                       {"logits", "labels", "dy"});
-    r.attrs = {ignoreIndexAttr()};
-    r.infer = [](TypeOps o, const AttrMap &) {
+    r.attrs = {ignoreIndexAttr(), reductionAttr()};
+    r.infer = [](TypeOps o, const AttrMap &a) {
       checkLogitsLabels("softmax_cross_entropy_grad", o[0], o[1]);
+      sumReduction("softmax_cross_entropy_grad", a);
       requireDType(o[2], DType::F32, "softmax_cross_entropy_grad", "dy");
       if (o[2].rank() != 0)
         throw RuleError("softmax_cross_entropy_grad operand 'dy' must be a scalar f32[], got " +
@@ -172,8 +197,9 @@ void addLossOps(std::vector<OpInfo> &t) {
       int64_t ignore = getInt(a, "ignore_index");
       int64_t counted = 0;
       for (int64_t n = 0; n < rows; ++n) counted += ignoredAt(labels, n, ignore) ? 0 : 1;
+      bool sum = sumReduction("softmax_cross_entropy_grad", a);
       if (counted == 0) return; // every row ignored: the gradient is zero
-      double g = o[2]->data[0] / double(counted);
+      double g = sum ? o[2]->data[0] : o[2]->data[0] / double(counted);
       std::vector<double> row;
       for (int64_t n = 0; n < rows; ++n) {
         if (ignoredAt(labels, n, ignore)) continue; // stays zero

@@ -186,8 +186,9 @@ std::string describeOptimizer(const plan::Plan &plan) {
   std::vector<std::string> settings;
   for (const plan::DeviceProgram &d : plan.devices)
     for (const plan::Instr &in : d.instrs) {
+      // batch_norm_update folds statistics in; it is no parameter update.
       if (in.kind != plan::InstrKind::Kernel || in.op.size() < 7 ||
-          in.op.compare(in.op.size() - 7, 7, "_update") != 0)
+          in.op.compare(in.op.size() - 7, 7, "_update") != 0 || in.op == "batch_norm_update")
         continue;
       std::string s = in.op.substr(0, in.op.size() - 7);
       for (const auto &[k, v] : in.attrs) s += " " + k + "=" + attrText(v);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <set>
@@ -115,6 +116,24 @@ void shuffleRows(std::vector<int64_t> &perm, std::mt19937_64 &rng) {
   }
 }
 
+/// The states of `p` that are batch_norm's running statistics rather than
+/// optimizer state: operands 0 and 1 of batch_norm_update (training), 3 and
+/// 4 of batch_norm (inference, use_global_stats).
+std::set<std::string> runningStatistics(const plan::Plan &p) {
+  std::set<std::string> states, stats;
+  for (const plan::TensorRef &r : p.states) states.insert(r.name);
+  for (const plan::DeviceProgram &d : p.devices)
+    for (const plan::Instr &in : d.instrs) {
+      if (in.kind != plan::InstrKind::Kernel) continue;
+      size_t first = in.op == "batch_norm_update" ? 0 : in.op == "batch_norm" ? 3 : SIZE_MAX;
+      for (size_t i = first; i < in.inputs.size() && i < first + 2; ++i) {
+        const std::string &name = d.buffers[in.inputs[i]].name;
+        if (states.count(name)) stats.insert(name);
+      }
+    }
+  return stats;
+}
+
 std::vector<std::string> loadInit(Executor &ex, const std::string &file) {
   io::Checkpoint ckpt = io::readCheckpoint(file);
   std::vector<std::string> warnings;
@@ -137,14 +156,26 @@ std::vector<std::string> loadInit(Executor &ex, const std::string &file) {
     throw UserError(file, "tensor '" + name + "'",
                     "not a parameter of the plan (parameters: " + namesOf(p.params) + ")");
   }
-  std::vector<std::string> missing;
+  std::vector<std::string> missing, missingStats;
+  const std::set<std::string> stats = runningStatistics(p);
   auto load = [&](const plan::TensorRef &r, bool required) {
     auto it = byName.find(r.name);
     if (it == byName.end()) {
       if (required)
         throw UserError(file, "", "missing parameter '" + r.name + "' " +
                                       plan::typeText(r.dtype, r.shape));
-      missing.push_back("'" + r.name + "'");
+      if (!stats.count(r.name)) {
+        missing.push_back("'" + r.name + "'");
+        return;
+      }
+      // An inference plan normalises with the running statistics: starting
+      // them from mean 0, variance 1 would silently give other outputs.
+      if (!p.hasLoss)
+        throw UserError(file, "", "missing running statistic '" + r.name + "' " +
+                                      plan::typeText(r.dtype, r.shape) +
+                                      " that this inference plan normalises with (a "
+                                      "checkpoint of training this model has it)");
+      missingStats.push_back("'" + r.name + "'");
       return;
     }
     const io::NamedTensor &t = *it->second;
@@ -155,13 +186,17 @@ std::vector<std::string> loadInit(Executor &ex, const std::string &file) {
     if (ex.hosts(r)) ex.write(r, t.data.data(), t.data.size());
   };
   for (const plan::TensorRef &r : p.params) load(r, true);
-  for (const plan::TensorRef &r : p.states) load(r, false); // optimizer state: optional
+  // Optimizer state and, in training, running statistics: optional.
+  for (const plan::TensorRef &r : p.states) load(r, false);
   auto list = [](const std::vector<std::string> &names) {
     std::string s;
     for (size_t i = 0; i < names.size() && i < 6; ++i) s += (i ? ", " : "") + names[i];
     if (names.size() > 6) s += ", ... (" + std::to_string(names.size()) + " tensors)";
     return s;
   };
+  if (!missingStats.empty())
+    warnings.push_back(file + ": warning: no running statistics for " + list(missingStats) +
+                       "; they start from the plan's initial values (mean 0, variance 1)");
   if (!missing.empty())
     warnings.push_back(file + ": warning: no optimizer state for " + list(missing) +
                        "; it starts from the plan's initial values (--resume continues a run "

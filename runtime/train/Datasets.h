@@ -56,10 +56,13 @@ std::vector<Dataset> loadInputs(const plan::Plan &p, const std::vector<std::stri
 /// on every platform and standard library.
 void shuffleRows(std::vector<int64_t> &perm, std::mt19937_64 &rng);
 
-/// --init: every parameter (optimizer state optionally) from a safetensors
-/// file, written into the devices `ex` hosts. Returns warnings: optimizer
-/// state the plan has and the file lacks, state of another optimizer in the
-/// file (skipped), a checkpoint's position that --init does not continue.
+/// --init: every parameter (optimizer state and batch_norm's running
+/// statistics optionally) from a safetensors file, written into the devices
+/// `ex` hosts. Returns warnings: optimizer state or running statistics the
+/// plan has and the file lacks, state of another optimizer in the file
+/// (skipped), a checkpoint's position that --init does not continue. Running
+/// statistics an inference plan lacks in the file are an error: it
+/// normalises with them.
 std::vector<std::string> loadInit(Executor &ex, const std::string &file);
 /// --print-params: name, type and up to 16 values of each tensor.
 void printParams(const std::vector<io::NamedTensor> &params, std::ostream &os);

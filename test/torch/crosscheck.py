@@ -66,11 +66,17 @@ def write_safetensors(path, tensors):
         f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
-def torch_train(init, x, y, optimizer):
+def torch_train(init, x, y, optimizer, mults=None):
+    """mults: param -> (lr_mult, wd_mult), as torch parameter groups with
+    lr * lr_mult and weight_decay * wd_mult."""
     params = {k: torch.tensor(v, dtype=torch.float32, requires_grad=True) for k, v in init.items()}
     kind, hyper = next(iter(optimizer.items()))
     order = ["w0", "b0", "w1", "b1", "w2", "b2"]
     plist = [params[k] for k in order]
+    if mults:
+        wd = hyper.get("weight_decay", 0.01 if kind == "adamw" else 0.0)
+        plist = [{"params": [params[k]], "lr": hyper["lr"] * mults.get(k, (1, 1))[0],
+                  "weight_decay": wd * mults.get(k, (1, 1))[1]} for k in order]
     if kind == "sgd":
         opt = torch.optim.SGD(plist, lr=hyper["lr"], momentum=hyper.get("momentum", 0.0),
                               dampening=hyper.get("dampening", 0.0),
@@ -121,11 +127,22 @@ def main():
         {"sgd": {"lr": 0.01}},
         {"sgd": {"lr": 0.01, "momentum": 0.9, "dampening": 0.1, "weight_decay": 0.01}},
         {"sgd": {"lr": 0.01, "momentum": 0.9, "nesterov": True}},
+        # Per-parameter lr_mult / wd_mult (model params keys) against torch
+        # parameter groups: b0 frozen, w0 slower with more decay, b2 no decay.
+        ({"sgd": {"lr": 0.01, "momentum": 0.9, "weight_decay": 0.05}},
+         {"w0": (0.5, 2.0), "b0": (0.0, 1.0), "b2": (1.0, 0.0)}),
+        ({"adam": {"lr": 0.01, "weight_decay": 0.05}}, {"w1": (2.0, 0.5), "b0": (0.0, 0.0)}),
     ]
     worst = 0.0
     failures = 0
-    for i, optimizer in enumerate(cases):
+    base_params = json.loads(json.dumps(model["params"]))
+    for i, case in enumerate(cases):
+        optimizer, mults = case if isinstance(case, tuple) else (case, {})
         model["optimizer"] = optimizer
+        model["params"] = json.loads(json.dumps(base_params))
+        for k, (lr_mult, wd_mult) in mults.items():
+            model["params"][k]["lr_mult"] = lr_mult
+            model["params"][k]["wd_mult"] = wd_mult
         model_path = os.path.join(work, "model%d.json" % i)
         with open(model_path, "w") as f:
             json.dump(model, f)
@@ -137,13 +154,17 @@ def main():
                         "--init", init_path, "--save", out, "--log-every", str(STEPS)],
                        check=True, stdout=subprocess.DEVNULL)
         mine = read_safetensors(out)
-        ref, losses = torch_train(init, x, y, optimizer)
+        ref, losses = torch_train(init, x, y, optimizer, mults)
+        for k, (lr_mult, _) in mults.items():
+            if lr_mult == 0 and not np.array_equal(mine[k], init[k]):
+                print("%s has lr_mult 0 but changed" % k)
+                failures += 1
         diff = max(float(np.max(np.abs(mine[k] - ref[k]) / (1e-3 + np.abs(ref[k])))) for k in ref)
         worst = max(worst, diff)
         ok = diff < 1e-4
         failures += 0 if ok else 1
         print("%-60s loss %.4g -> %.4g  max rel diff vs torch %.2e  %s"
-              % (json.dumps(optimizer), losses[0], losses[-1], diff, "ok" if ok else "MISMATCH"))
+              % (json.dumps(optimizer) + (" mults" if mults else ""), losses[0], losses[-1], diff, "ok" if ok else "MISMATCH"))
     print("torch %s: %d cases, worst relative difference %.2e" % (torch.__version__, len(cases), worst))
     return 1 if failures else 0
 

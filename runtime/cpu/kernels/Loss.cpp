@@ -1,6 +1,7 @@
 //===- runtime/cpu/kernels/Loss.cpp - mse_loss, softmax_cross_entropy ---===//
 //
-// Losses are means (torch's default reduction) accumulated in double. The
+// Losses are means (torch's default reduction) accumulated in double;
+// softmax_cross_entropy may sum instead (reduction "sum"). The
 // cross-entropy kernels check every label against [0, C) each step and
 // throw; the device turns that into a UserError naming the instruction and
 // the executor stops every device.
@@ -37,7 +38,7 @@ void runMse(const KernelInstance &k) {
 }
 
 // outer = rows (every axis but the last), axis = classes C, ints[0] =
-// ignore_index.
+// ignore_index, ints[1] = 1 for reduction "sum" (0: "mean").
 void prepareCrossEntropy(KernelInstance &k, bool grad) {
   const TensorArg &logits = k.in[0], &labels = k.in[1];
   requireDType(logits, plan::DType::F32, "operand 'logits'");
@@ -58,8 +59,13 @@ void prepareCrossEntropy(KernelInstance &k, bool grad) {
   }
   k.axis = logits.shape.back();
   k.outer = labels.numel;
-  k.ints = {attrInt(k.attrMap(), "ignore_index", -100)};
+  std::string reduction = attrString(k.attrMap(), "reduction", "mean");
+  if (reduction != "mean" && reduction != "sum")
+    throw RuleError("reduction must be \"mean\" or \"sum\", got \"" + reduction + "\"");
+  k.ints = {attrInt(k.attrMap(), "ignore_index", -100), reduction == "sum" ? 1 : 0};
 }
+
+bool sums(const KernelInstance &k) { return k.ints[1] != 0; }
 
 bool ignored(const KernelInstance &k, int64_t row) { return k.in[1].i()[row] == k.ints[0]; }
 
@@ -86,7 +92,8 @@ double logSumExp(const float *x, int64_t c) {
   return mx + std::log(sum);
 }
 
-/// Every row ignored gives 0 / 0: NaN, as in PyTorch.
+/// Every row ignored gives 0 / 0: NaN for the mean, 0 for the sum, as in
+/// PyTorch.
 void runCrossEntropy(const KernelInstance &k) {
   const float *x = k.in[0].f();
   int64_t c = k.axis, counted = 0;
@@ -98,7 +105,7 @@ void runCrossEntropy(const KernelInstance &k) {
     s -= double(row[label]) - logSumExp(row, c);
     ++counted;
   }
-  k.out.f()[0] = float(s / double(counted));
+  k.out.f()[0] = float(sums(k) ? s : s / double(counted));
 }
 
 /// Ignored rows get zero; every row ignored: all zero.
@@ -106,7 +113,8 @@ void runCrossEntropyGrad(const KernelInstance &k) {
   const float *x = k.in[0].f();
   float *o = k.out.f();
   int64_t c = k.axis, counted = countedRows(k);
-  double g = counted ? double(k.in[2].f()[0]) / double(counted) : 0.0;
+  double dy = double(k.in[2].f()[0]);
+  double g = sums(k) ? dy : counted ? dy / double(counted) : 0.0;
   for (int64_t n = 0; n < k.outer; ++n) {
     if (ignored(k, n)) {
       std::fill(o + n * c, o + (n + 1) * c, 0.f);

@@ -1,14 +1,18 @@
-//===- runtime/cpu/kernels/Norm.cpp - layer_norm and its gradients ------===//
+//===- runtime/cpu/kernels/Norm.cpp - layer_norm, batch_norm, gradients -===//
 //
-// x seen as [rows, D], normalised over D. Statistics (mean, biased variance)
-// and the gradient's row sums are accumulated in double, like the reference
-// kernel, so float32 results stay within a few ulps of it whatever D is.
+// layer_norm: x seen as [rows, D], normalised over D. batch_norm: x seen as
+// [outer, C, inner] around its channel axis, each channel normalised over
+// its outer * inner elements, with the batch's statistics or the running
+// ones given as operands 3 and 4. Statistics (mean, biased variance) and the
+// gradients' sums are accumulated in double, like the reference kernels, so
+// float32 results stay within a few ulps of them whatever the sizes.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/CpuKernel.h"
 
 #include "support/Error.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace mpc::runtime::cpu {
@@ -119,12 +123,207 @@ void runGammaGrad(const KernelInstance &k) {
   for (int64_t j = 0; j < d; ++j) k.out.f()[j] = float(acc[size_t(j)]);
 }
 
+// --- batch_norm ---------------------------------------------------------
+
+/// Checks x f32 of rank >= 2; sets [outer, axis, inner] around the channel
+/// axis (attribute `axis`) and scalar = eps.
+void prepareChannels(KernelInstance &k, const TensorArg &x, const std::string &xName) {
+  requireDType(x, plan::DType::F32, "operand '" + xName + "'");
+  requireDType(k.out, plan::DType::F32, "the result");
+  int64_t rank = x.rank();
+  if (rank < 2)
+    throw RuleError("operand '" + xName + "' must have rank >= 2, got " +
+                    plan::shapeText(x.shape));
+  int64_t axis = attrInt(k.attrMap(), "axis", 1);
+  int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank)
+    throw RuleError("axis " + std::to_string(axis) + " out of range for " +
+                    plan::shapeText(x.shape));
+  k.outer = k.axis = k.inner = 1;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (i < a) k.outer *= x.shape[size_t(i)];
+    else if (i == a) k.axis = x.shape[size_t(i)];
+    else k.inner *= x.shape[size_t(i)];
+  }
+  k.scalar = attrFloat(k.attrMap(), "eps", 1e-5);
+}
+
+/// Operands `first`, `first + 1` (when present): running mean and variance, f32[C].
+void requireRunning(KernelInstance &k, size_t first) {
+  if (k.in.size() == first + 1)
+    throw RuleError("operands 'running_mean' and 'running_var' come together");
+  if (k.in.size() == first + 2) {
+    requireVector(k.in[first], k.axis, "running_mean");
+    requireVector(k.in[first + 1], k.axis, "running_var");
+  }
+}
+
+/// Element j of channel c's block o: x[(o * C + c) * inner + j].
+size_t at(const KernelInstance &k, int64_t o, int64_t c, int64_t j) {
+  return size_t((o * k.axis + c) * k.inner + j);
+}
+
+/// Channel c's mean and 1/sqrt(var + eps): from x (biased variance, in
+/// double), or from the running statistics at `run` (operands run, run + 1)
+/// when the instruction has them.
+RowStats channelStats(const KernelInstance &k, const float *x, int64_t c, double eps,
+                      size_t run) {
+  if (k.in.size() == run + 2) {
+    double mean = k.in[run].f()[c], var = k.in[run + 1].f()[c];
+    return {mean, 1.0 / std::sqrt(var + eps)};
+  }
+  double sum = 0;
+  for (int64_t o = 0; o < k.outer; ++o)
+    for (int64_t j = 0; j < k.inner; ++j) sum += x[at(k, o, c, j)];
+  const double count = double(k.outer * k.inner), mean = sum / count;
+  double sq = 0;
+  for (int64_t o = 0; o < k.outer; ++o)
+    for (int64_t j = 0; j < k.inner; ++j) {
+      const double d = x[at(k, o, c, j)] - mean;
+      sq += d * d;
+    }
+  return {mean, 1.0 / std::sqrt(sq / count + eps)};
+}
+
+// batch_norm(x, gamma, beta[, running_mean, running_var])
+void prepareBatchNorm(KernelInstance &k) {
+  prepareChannels(k, k.in[0], "x");
+  requireVector(k.in[1], k.axis, "gamma");
+  requireVector(k.in[2], k.axis, "beta");
+  requireRunning(k, 3);
+  requireSameShape(k.in[0], k.out, "operand 'x' and result");
+}
+
+void runBatchNorm(const KernelInstance &k) {
+  const float *x = k.in[0].f(), *g = k.in[1].f(), *b = k.in[2].f();
+  float *y = k.out.f();
+  for (int64_t c = 0; c < k.axis; ++c) {
+    const RowStats s = channelStats(k, x, c, k.scalar, 3);
+    const double scale = s.rstd * g[c];
+    for (int64_t o = 0; o < k.outer; ++o)
+      for (int64_t j = 0; j < k.inner; ++j) {
+        const size_t i = at(k, o, c, j);
+        y[i] = float((x[i] - s.mean) * scale + b[c]);
+      }
+  }
+}
+
+// batch_norm_grad(x, gamma, dy[, running_mean, running_var]): with batch
+// statistics rstd (g - mean(g) - xhat mean(g xhat)) per channel, g = dy *
+// gamma; with running ones (constants) dy * gamma * rstd.
+void prepareBatchNormGrad(KernelInstance &k) {
+  prepareChannels(k, k.in[0], "x");
+  requireVector(k.in[1], k.axis, "gamma");
+  requireSameShape(k.in[0], k.in[2], "operands 'x' and 'dy'");
+  requireRunning(k, 3);
+  requireSameShape(k.in[0], k.out, "operand 'x' and result");
+}
+
+void runBatchNormGrad(const KernelInstance &k) {
+  const float *x = k.in[0].f(), *gamma = k.in[1].f(), *dy = k.in[2].f();
+  float *dx = k.out.f();
+  const bool running = k.in.size() == 5;
+  const double count = double(k.outer * k.inner);
+  for (int64_t c = 0; c < k.axis; ++c) {
+    const RowStats s = channelStats(k, x, c, k.scalar, 3);
+    if (running) {
+      const double scale = s.rstd * gamma[c];
+      for (int64_t o = 0; o < k.outer; ++o)
+        for (int64_t j = 0; j < k.inner; ++j) {
+          const size_t i = at(k, o, c, j);
+          dx[i] = float(dy[i] * scale);
+        }
+      continue;
+    }
+    double sumG = 0, sumGX = 0;
+    for (int64_t o = 0; o < k.outer; ++o)
+      for (int64_t j = 0; j < k.inner; ++j) {
+        const size_t i = at(k, o, c, j);
+        const double g = double(dy[i]) * gamma[c];
+        sumG += g;
+        sumGX += g * (x[i] - s.mean) * s.rstd;
+      }
+    const double meanG = sumG / count, meanGX = sumGX / count;
+    for (int64_t o = 0; o < k.outer; ++o)
+      for (int64_t j = 0; j < k.inner; ++j) {
+        const size_t i = at(k, o, c, j);
+        const double xhat = (x[i] - s.mean) * s.rstd;
+        dx[i] = float(s.rstd * (double(dy[i]) * gamma[c] - meanG - xhat * meanGX));
+      }
+  }
+}
+
+// batch_norm_gamma_grad(x, dy[, running_mean, running_var]) -> f32[C]: the
+// sum over each channel of dy * xhat, in double.
+void prepareBatchNormGammaGrad(KernelInstance &k) {
+  prepareChannels(k, k.in[0], "x");
+  requireSameShape(k.in[0], k.in[1], "operands 'x' and 'dy'");
+  requireRunning(k, 2);
+  requireVector(k.out, k.axis, "the result");
+}
+
+void runBatchNormGammaGrad(const KernelInstance &k) {
+  const float *x = k.in[0].f(), *dy = k.in[1].f();
+  for (int64_t c = 0; c < k.axis; ++c) {
+    const RowStats s = channelStats(k, x, c, k.scalar, 2);
+    double acc = 0;
+    for (int64_t o = 0; o < k.outer; ++o)
+      for (int64_t j = 0; j < k.inner; ++j) {
+        const size_t i = at(k, o, c, j);
+        acc += double(dy[i]) * (x[i] - s.mean) * s.rstd;
+      }
+    k.out.f()[c] = float(acc);
+  }
+}
+
+// batch_norm_update(running_mean, running_var, x): in place, per channel,
+// running = momentum * running + (1 - momentum) * batch statistic (mean,
+// biased variance); the result is the new running mean.
+void prepareBatchNormUpdate(KernelInstance &k) {
+  prepareChannels(k, k.in[2], "x");
+  requireVector(k.in[0], k.axis, "running_mean");
+  requireVector(k.in[1], k.axis, "running_var");
+  requireVector(k.out, k.axis, "the result");
+  k.scalar = attrFloat(k.attrMap(), "momentum", 0.9);
+  if (!(k.scalar >= 0 && k.scalar <= 1))
+    throw RuleError("momentum must be in [0, 1], got " + std::to_string(k.scalar));
+}
+
+void runBatchNormUpdate(const KernelInstance &k) {
+  const float *x = k.in[2].f();
+  float *mean = k.in[0].f(), *var = k.in[1].f();
+  const double m = k.scalar, count = double(k.outer * k.inner);
+  for (int64_t c = 0; c < k.axis; ++c) {
+    // The variance itself (not 1/sqrt(var + eps)): the statistics are
+    // recomputed here, nothing is kept from the forward op.
+    double sum = 0;
+    for (int64_t o = 0; o < k.outer; ++o)
+      for (int64_t j = 0; j < k.inner; ++j) sum += x[at(k, o, c, j)];
+    const double bm = sum / count;
+    double sq = 0;
+    for (int64_t o = 0; o < k.outer; ++o)
+      for (int64_t j = 0; j < k.inner; ++j) {
+        const double d = x[at(k, o, c, j)] - bm;
+        sq += d * d;
+      }
+    mean[c] = float(m * mean[c] + (1.0 - m) * bm);
+    var[c] = float(m * var[c] + (1.0 - m) * (sq / count));
+  }
+  // The result shares running_mean's buffer (codegen aliases an in-place
+  // update's result to its operand 0); copy only if it does not.
+  if (k.out.f() != mean) std::copy(mean, mean + k.axis, k.out.f());
+}
+
 } // namespace
 
 namespace kernels::Norm {
 const CpuKernel LayerNorm{prepareLayerNorm, runLayerNorm, 3, 3};
 const CpuKernel LayerNormGrad{prepareLayerNormGrad, runLayerNormGrad, 3, 3};
 const CpuKernel LayerNormGammaGrad{prepareGammaGrad, runGammaGrad, 2, 2};
+const CpuKernel BatchNorm{prepareBatchNorm, runBatchNorm, 3, 5};
+const CpuKernel BatchNormGrad{prepareBatchNormGrad, runBatchNormGrad, 3, 5};
+const CpuKernel BatchNormGammaGrad{prepareBatchNormGammaGrad, runBatchNormGammaGrad, 2, 4};
+const CpuKernel BatchNormUpdate{prepareBatchNormUpdate, runBatchNormUpdate, 3, 3};
 } // namespace kernels::Norm
 
 } // namespace mpc::runtime::cpu

@@ -114,21 +114,23 @@ void launchCausalMask(const float *x, float *y, int64_t mats, int64_t rows, int6
 
 /// loss[0] = sum over counted rows n of (logsumexp(logits[n,:]) -
 /// logits[n, labels[n]]) / (counted rows), a row being counted when its label
-/// is not `ignoreIndex` (no row counted: NaN). A counted label outside [0, C)
+/// is not `ignoreIndex` (no row counted: NaN); with `sum` (reduction "sum")
+/// not divided (no row counted: 0). A counted label outside [0, C)
 /// is reported to `err` and makes the loss NaN. `scratch` holds
 /// crossEntropyScratchFloats(rows) floats.
 void launchSoftmaxCrossEntropy(const float *logits, const int32_t *labels, float *loss,
-                               int64_t rows, int64_t classes, int64_t ignoreIndex,
+                               int64_t rows, int64_t classes, int64_t ignoreIndex, bool sum,
                                float *scratch, DataErrorSink err, cudaStream_t stream);
 int64_t crossEntropyScratchFloats(int64_t rows);
-/// dlogits = dy[0] * (softmax(logits) - onehot(labels)) / (counted rows), 0 on
+/// dlogits = dy[0] * (softmax(logits) - onehot(labels)) / (counted rows) (not
+/// divided with `sum`), 0 on
 /// the rows labelled `ignoreIndex`; a bad label gives a NaN row (and is
 /// reported). `scratch` holds crossEntropyGradScratchFloats(rows) floats (the
 /// count of counted rows, found by a fixed two-stage integer sum).
 void launchSoftmaxCrossEntropyGrad(const float *logits, const int32_t *labels, const float *dy,
                                    float *dlogits, int64_t rows, int64_t classes,
-                                   int64_t ignoreIndex, float *scratch, DataErrorSink err,
-                                   cudaStream_t stream);
+                                   int64_t ignoreIndex, bool sum, float *scratch,
+                                   DataErrorSink err, cudaStream_t stream);
 int64_t crossEntropyGradScratchFloats(int64_t rows);
 
 /// layer_norm over rows of `d` elements, statistics in float64 (biased
@@ -144,6 +146,32 @@ void launchLayerNormGrad(const float *x, const float *gamma, const float *dy, fl
 void launchLayerNormGammaGrad(const float *x, const float *dy, float *dgamma, int64_t rows,
                               int64_t d, double eps, float *scratch, cudaStream_t stream);
 int64_t layerNormGammaGradScratchFloats(int64_t rows, int64_t d);
+
+/// batch_norm and its gradients over x seen as [outer, c, inner] (c the
+/// channels): one block per channel, statistics and sums in float64 over a
+/// fixed tree. `runMean`/`runVar` null: the channel's batch statistics
+/// (biased variance), else those running statistics.
+struct ChannelShape {
+  int64_t outer = 1, c = 1, inner = 1;
+};
+/// y = (x - mean) * rstd * gamma + beta per channel.
+void launchBatchNorm(const float *x, const float *gamma, const float *beta, const float *runMean,
+                     const float *runVar, float *y, ChannelShape s, double eps,
+                     cudaStream_t stream);
+/// dx: with batch statistics rstd * (g - mean(g) - xhat * mean(g * xhat)),
+/// g = dy * gamma; with running ones dy * gamma * rstd.
+void launchBatchNormGrad(const float *x, const float *gamma, const float *dy,
+                         const float *runMean, const float *runVar, float *dx, ChannelShape s,
+                         double eps, cudaStream_t stream);
+/// dgamma[c] = sum over channel c of dy * xhat.
+void launchBatchNormGammaGrad(const float *x, const float *dy, const float *runMean,
+                              const float *runVar, float *dgamma, ChannelShape s, double eps,
+                              cudaStream_t stream);
+/// running = momentum * running + (1 - momentum) * batch statistic, in place
+/// (mean, biased variance); `out` (the result) gets the new running mean
+/// unless it is `runMean` itself.
+void launchBatchNormUpdate(float *runMean, float *runVar, const float *x, float *out,
+                           ChannelShape s, double momentum, cudaStream_t stream);
 
 /// out[n, :] = table[ids[n], :] for n in [0, n); an id outside [0, vocab) is
 /// reported to `err` and gives a zero row.

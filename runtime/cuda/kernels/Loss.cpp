@@ -33,6 +33,7 @@ Launch prepareMse(const KernelOperands &k) {
 /// shape without its last axis: rows = numel / C.
 struct Logits {
   int64_t rows = 0, classes = 0, ignoreIndex = -100;
+  bool sum = false; ///< reduction "sum" (else "mean")
 };
 Logits checkLogits(const KernelOperands &k) {
   const plan::Buffer *logits = k.inputs[0], *labels = k.inputs[1];
@@ -47,6 +48,10 @@ Logits checkLogits(const KernelOperands &k) {
   if (l.classes < 1) throw RuleError("cross-entropy needs at least one class");
   l.rows = logits->numElements() / l.classes;
   l.ignoreIndex = attrInt(k.instr->attrs, "ignore_index", -100);
+  std::string reduction = attrString(k.instr->attrs, "reduction", "mean");
+  if (reduction != "mean" && reduction != "sum")
+    throw RuleError("reduction must be \"mean\" or \"sum\", got \"" + reduction + "\"");
+  l.sum = reduction == "sum";
   return l;
 }
 
@@ -69,8 +74,8 @@ Launch prepareCrossEntropy(const KernelOperands &k) {
   float *y = f(k.outPtr);
   KernelContext ctx = k.ctx;
   return [=] {
-    launchSoftmaxCrossEntropy(logits, labels, y, l.rows, l.classes, l.ignoreIndex, ctx.scratch,
-                              ctx.dataError, ctx.stream);
+    launchSoftmaxCrossEntropy(logits, labels, y, l.rows, l.classes, l.ignoreIndex, l.sum,
+                              ctx.scratch, ctx.dataError, ctx.stream);
   };
 }
 
@@ -86,7 +91,7 @@ Launch prepareCrossEntropyGrad(const KernelOperands &k) {
   float *dx = f(k.outPtr);
   KernelContext ctx = k.ctx;
   return [=] {
-    launchSoftmaxCrossEntropyGrad(logits, labels, dy, dx, l.rows, l.classes, l.ignoreIndex,
+    launchSoftmaxCrossEntropyGrad(logits, labels, dy, dx, l.rows, l.classes, l.ignoreIndex, l.sum,
                                   ctx.scratch, ctx.dataError, ctx.stream);
   };
 }

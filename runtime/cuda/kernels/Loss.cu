@@ -4,7 +4,8 @@
 // labelled logit into scratch (0 for a row labelled ignore_index), then a
 // fixed two-stage reduction sums the rows' losses (a float tree) and counts
 // the rows not ignored (an integer tree) and divides, so the loss is
-// deterministic; no row counted gives 0 / 0, NaN. The gradient needs the
+// deterministic; no row counted gives 0 / 0, NaN (reduction "sum" skips the
+// division: 0 then). The gradient needs the
 // count before any row: the same two stages count into scratch first. A
 // label outside [0, C) cannot throw on the device: it is reported to the
 // device's DataError record (checked by the host when it next reads data
@@ -98,12 +99,12 @@ __global__ void crossEntropySumKernel(const float *__restrict__ rowLoss,
   }
 }
 
-/// Second stage, one block: loss[0] = sum / count when `loss` is given, and
-/// the count itself into *countOut when that is.
+/// Second stage, one block: loss[0] = sum / count (sum itself when `sum`)
+/// when `loss` is given, and the count itself into *countOut when that is.
 __global__ void crossEntropyFinishKernel(const float *__restrict__ partialLoss,
                                          const long long *__restrict__ partialCount, int blocks,
                                          float *__restrict__ loss,
-                                         long long *__restrict__ countOut) {
+                                         long long *__restrict__ countOut, bool sum) {
   __shared__ float shared[1024];
   __shared__ long long sharedCount[1024];
   unsigned t = threadIdx.x;
@@ -120,7 +121,7 @@ __global__ void crossEntropyFinishKernel(const float *__restrict__ partialLoss,
     __syncthreads();
   }
   if (t == 0) {
-    if (loss) loss[0] = total / float(sharedCount[0]);
+    if (loss) loss[0] = sum ? total : total / float(sharedCount[0]);
     if (countOut) *countOut = sharedCount[0];
   }
 }
@@ -130,9 +131,10 @@ __global__ void crossEntropyGradKernel(const float *__restrict__ logits,
                                        const float *__restrict__ dy,
                                        const long long *__restrict__ count,
                                        float *__restrict__ dx, int64_t rows, int64_t classes,
-                                       int64_t ignoreIndex, DataErrorSink err) {
+                                       int64_t ignoreIndex, bool sum, DataErrorSink err) {
   int lane = threadIdx.x & 31;
-  float g = dy[0] / float(*count); // used only when some row is counted: count > 0
+  // The mean's g is used only when some row is counted: count > 0.
+  float g = sum ? dy[0] : dy[0] / float(*count);
   for (int64_t row = blockIdx.x * int64_t(kWarpsPerBlock) + (threadIdx.x >> 5); row < rows;
        row += int64_t(gridDim.x) * kWarpsPerBlock) {
     float *dxr = dx + row * classes;
@@ -163,10 +165,10 @@ int64_t crossEntropyScratchFloats(int64_t rows) { return 3 * int64_t(sumBlocks(r
 int64_t crossEntropyGradScratchFloats(int64_t rows) { return 2 * int64_t(sumBlocks(rows)) + 2; }
 
 void launchSoftmaxCrossEntropy(const float *logits, const int32_t *labels, float *loss,
-                               int64_t rows, int64_t classes, int64_t ignoreIndex,
+                               int64_t rows, int64_t classes, int64_t ignoreIndex, bool sum,
                                float *scratch, DataErrorSink err, cudaStream_t stream) {
   if (rows == 0) {
-    launchFill(loss, 1, NAN, stream);
+    launchFill(loss, 1, sum ? 0.f : NAN, stream);
     return;
   }
   unsigned blocks = sumBlocks(rows);
@@ -177,22 +179,22 @@ void launchSoftmaxCrossEntropy(const float *logits, const int32_t *labels, float
   crossEntropySumKernel<<<blocks, kSumThreads, 0, stream>>>(rowLoss, labels, rows, ignoreIndex,
                                                             partialLoss, partialCount);
   crossEntropyFinishKernel<<<1, 1024, 0, stream>>>(partialLoss, partialCount, int(blocks), loss,
-                                                   nullptr);
+                                                   nullptr, sum);
 }
 
 void launchSoftmaxCrossEntropyGrad(const float *logits, const int32_t *labels, const float *dy,
                                    float *dlogits, int64_t rows, int64_t classes,
-                                   int64_t ignoreIndex, float *scratch, DataErrorSink err,
-                                   cudaStream_t stream) {
+                                   int64_t ignoreIndex, bool sum, float *scratch,
+                                   DataErrorSink err, cudaStream_t stream) {
   if (rows == 0) return;
   unsigned blocks = sumBlocks(rows);
   long long *partialCount = reinterpret_cast<long long *>(scratch), *count = partialCount + blocks;
   crossEntropySumKernel<<<blocks, kSumThreads, 0, stream>>>(nullptr, labels, rows, ignoreIndex,
                                                             nullptr, partialCount);
   crossEntropyFinishKernel<<<1, 1024, 0, stream>>>(nullptr, partialCount, int(blocks), nullptr,
-                                                   count);
+                                                   count, false);
   crossEntropyGradKernel<<<warpGrid(rows), 32 * kWarpsPerBlock, 0, stream>>>(
-      logits, labels, dy, count, dlogits, rows, classes, ignoreIndex, err);
+      logits, labels, dy, count, dlogits, rows, classes, ignoreIndex, sum, err);
 }
 
 } // namespace mpc::runtime::cuda

@@ -14,6 +14,12 @@
 // strides, a fixed tree), and a last pass adds each column's chunk sums in
 // order. No atomics: the result is the same run after run.
 //
+// batch_norm and its backward ops run one 256-thread block per channel: the
+// threads stride over the channel's elements of x seen as [outer, C, inner],
+// and the block sums in float64 over a fixed tree (blockSumD), so the
+// statistics do not depend on timing. The backward block reduces first and
+// then writes its channel's dx, so it needs no scratch.
+//
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/kernels/Common.cuh"
 
@@ -177,6 +183,178 @@ void launchLayerNormGammaGrad(const float *x, const float *dy, float *dgamma, in
   gammaGradPartialKernel<<<grid, dim3(kColX, kColY), 0, stream>>>(x, dy, stats, partial, rows, d,
                                                                   chunk);
   gammaGradFinishKernel<<<gridFor(d), kThreads, 0, stream>>>(partial, dgamma, d, chunks);
+}
+
+namespace {
+
+constexpr int kChannelThreads = 256;
+
+/// Sum of `v` over the block (kChannelThreads threads) in a fixed tree, in
+/// every thread. `shared` holds kChannelThreads doubles.
+__device__ inline double blockSumD(double v, double *shared) {
+  unsigned t = threadIdx.x;
+  __syncthreads(); // `shared` may still be read from the previous sum
+  shared[t] = v;
+  __syncthreads();
+  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (t < s) shared[t] += shared[t + s];
+    __syncthreads();
+  }
+  return shared[0];
+}
+
+/// Flat index of element e (of outer * inner) of channel c.
+__device__ inline int64_t channelIndex(ChannelShape s, int64_t c, int64_t e) {
+  return ((e / s.inner) * s.c + c) * s.inner + e % s.inner;
+}
+
+/// Mean and biased variance of channel c (blockIdx.x) of x, in every thread.
+__device__ inline void channelMoments(const float *x, ChannelShape s, int64_t c, double *shared,
+                                      double &mean, double &var) {
+  const int64_t n = s.outer * s.inner;
+  double acc = 0;
+  for (int64_t e = threadIdx.x; e < n; e += blockDim.x) acc += double(x[channelIndex(s, c, e)]);
+  mean = blockSumD(acc, shared) / double(n);
+  acc = 0;
+  for (int64_t e = threadIdx.x; e < n; e += blockDim.x) {
+    double d = double(x[channelIndex(s, c, e)]) - mean;
+    acc += d * d;
+  }
+  var = blockSumD(acc, shared) / double(n);
+}
+
+/// Mean and rstd of channel c: the running statistics when given, else the batch's.
+__device__ inline void channelStats(const float *x, const float *runMean, const float *runVar,
+                                    ChannelShape s, int64_t c, double eps, double *shared,
+                                    double &mean, double &rstd) {
+  double var;
+  if (runMean) {
+    mean = double(runMean[c]);
+    var = double(runVar[c]);
+  } else {
+    channelMoments(x, s, c, shared, mean, var);
+  }
+  rstd = 1.0 / sqrt(var + eps);
+}
+
+__global__ void batchNormKernel(const float *__restrict__ x, const float *__restrict__ gamma,
+                                const float *__restrict__ beta, const float *runMean,
+                                const float *runVar, float *__restrict__ y, ChannelShape s,
+                                double eps) {
+  __shared__ double shared[kChannelThreads];
+  const int64_t c = blockIdx.x, n = s.outer * s.inner;
+  double mean, rstd;
+  channelStats(x, runMean, runVar, s, c, eps, shared, mean, rstd);
+  const double scale = rstd * double(gamma[c]), shift = double(beta[c]);
+  for (int64_t e = threadIdx.x; e < n; e += blockDim.x) {
+    int64_t i = channelIndex(s, c, e);
+    y[i] = float((double(x[i]) - mean) * scale + shift);
+  }
+}
+
+__global__ void batchNormGradKernel(const float *__restrict__ x, const float *__restrict__ gamma,
+                                    const float *__restrict__ dy, const float *runMean,
+                                    const float *runVar, float *__restrict__ dx, ChannelShape s,
+                                    double eps) {
+  __shared__ double shared[kChannelThreads];
+  const int64_t c = blockIdx.x, n = s.outer * s.inner;
+  double mean, rstd;
+  channelStats(x, runMean, runVar, s, c, eps, shared, mean, rstd);
+  const double gk = double(gamma[c]);
+  if (runMean) {
+    for (int64_t e = threadIdx.x; e < n; e += blockDim.x) {
+      int64_t i = channelIndex(s, c, e);
+      dx[i] = float(double(dy[i]) * gk * rstd);
+    }
+    return;
+  }
+  double accG = 0, accGX = 0;
+  for (int64_t e = threadIdx.x; e < n; e += blockDim.x) {
+    int64_t i = channelIndex(s, c, e);
+    double g = double(dy[i]) * gk;
+    accG += g;
+    accGX += g * (double(x[i]) - mean) * rstd;
+  }
+  const double meanG = blockSumD(accG, shared) / double(n);
+  const double meanGX = blockSumD(accGX, shared) / double(n);
+  for (int64_t e = threadIdx.x; e < n; e += blockDim.x) {
+    int64_t i = channelIndex(s, c, e);
+    double xhat = (double(x[i]) - mean) * rstd;
+    dx[i] = float(rstd * (double(dy[i]) * gk - meanG - xhat * meanGX));
+  }
+}
+
+__global__ void batchNormGammaGradKernel(const float *__restrict__ x,
+                                         const float *__restrict__ dy, const float *runMean,
+                                         const float *runVar, float *__restrict__ dgamma,
+                                         ChannelShape s, double eps) {
+  __shared__ double shared[kChannelThreads];
+  const int64_t c = blockIdx.x, n = s.outer * s.inner;
+  double mean, rstd;
+  channelStats(x, runMean, runVar, s, c, eps, shared, mean, rstd);
+  double acc = 0;
+  for (int64_t e = threadIdx.x; e < n; e += blockDim.x) {
+    int64_t i = channelIndex(s, c, e);
+    acc += double(dy[i]) * (double(x[i]) - mean) * rstd;
+  }
+  double total = blockSumD(acc, shared);
+  if (threadIdx.x == 0) dgamma[c] = float(total);
+}
+
+__global__ void batchNormUpdateKernel(float *runMean, float *runVar, const float *__restrict__ x,
+                                      float *out, ChannelShape s, double momentum) {
+  __shared__ double shared[kChannelThreads];
+  const int64_t c = blockIdx.x;
+  double mean, var;
+  channelMoments(x, s, c, shared, mean, var);
+  if (threadIdx.x == 0) {
+    runMean[c] = float(momentum * double(runMean[c]) + (1.0 - momentum) * mean);
+    runVar[c] = float(momentum * double(runVar[c]) + (1.0 - momentum) * var);
+    if (out != runMean) out[c] = runMean[c];
+  }
+}
+
+/// One block per channel; nothing to do without channels.
+unsigned channelGrid(ChannelShape s) { return unsigned(s.c); }
+
+} // namespace
+
+void launchBatchNorm(const float *x, const float *gamma, const float *beta, const float *runMean,
+                     const float *runVar, float *y, ChannelShape s, double eps,
+                     cudaStream_t stream) {
+  if (s.c == 0 || s.outer * s.inner == 0) return;
+  batchNormKernel<<<channelGrid(s), kChannelThreads, 0, stream>>>(x, gamma, beta, runMean,
+                                                                  runVar, y, s, eps);
+}
+
+void launchBatchNormGrad(const float *x, const float *gamma, const float *dy,
+                         const float *runMean, const float *runVar, float *dx, ChannelShape s,
+                         double eps, cudaStream_t stream) {
+  if (s.c == 0 || s.outer * s.inner == 0) return;
+  batchNormGradKernel<<<channelGrid(s), kChannelThreads, 0, stream>>>(x, gamma, dy, runMean,
+                                                                      runVar, dx, s, eps);
+}
+
+void launchBatchNormGammaGrad(const float *x, const float *dy, const float *runMean,
+                              const float *runVar, float *dgamma, ChannelShape s, double eps,
+                              cudaStream_t stream) {
+  if (s.c == 0) return;
+  if (s.outer * s.inner == 0) {
+    launchFill(dgamma, s.c, 0.f, stream);
+    return;
+  }
+  batchNormGammaGradKernel<<<channelGrid(s), kChannelThreads, 0, stream>>>(x, dy, runMean,
+                                                                           runVar, dgamma, s,
+                                                                           eps);
+}
+
+void launchBatchNormUpdate(float *runMean, float *runVar, const float *x, float *out,
+                           ChannelShape s, double momentum, cudaStream_t stream) {
+  if (s.c == 0) return;
+  // An empty batch has no statistics (0 / 0); as the CPU kernel, the
+  // update then writes NaN, so it is launched all the same.
+  batchNormUpdateKernel<<<channelGrid(s), kChannelThreads, 0, stream>>>(runMean, runVar, x, out,
+                                                                        s, momentum);
 }
 
 } // namespace mpc::runtime::cuda

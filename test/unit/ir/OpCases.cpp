@@ -398,6 +398,43 @@ std::vector<OpCase> buildCases() {
   add(OpKind::Flatten, "nchw", {f32({3, 2, 2, 2})});
   add(OpKind::Flatten, "rank2", {f32({4, 5})});
   add(OpKind::Flatten, "labels", {i32({2, 3, 2})}, {}, {integers(0, 9)});
+  // softmax_cross_entropy with reduction "sum" (and its gradient), with and
+  // without ignored rows.
+  add(OpKind::SoftmaxCrossEntropy, "sum", {f32({4, 5}), i32({4})},
+      {{"reduction", std::string("sum")}}, {range(-3.0, 3.0), integers(0, 4)});
+  add(OpKind::SoftmaxCrossEntropy, "sum_ignored", {f32({2, 4, 3}), i32({2, 4})},
+      {{"reduction", std::string("sum")}, {"ignore_index", int64_t(1)}},
+      {range(-3.0, 3.0), integers(0, 2)});
+  add(OpKind::SoftmaxCrossEntropyGrad, "sum", {f32({4, 5}), i32({4}), f32({})},
+      {{"reduction", std::string("sum")}}, {range(-3.0, 3.0), integers(0, 4)});
+  add(OpKind::SoftmaxCrossEntropyGrad, "sum_ignored", {f32({8, 3}), i32({8}), f32({})},
+      {{"reduction", std::string("sum")}, {"ignore_index", int64_t(0)}},
+      {range(-3.0, 3.0), integers(0, 2)});
+
+  // batch_norm: [N, C] and NCHW, the channel axis last, running statistics
+  // as operands (variances kept away from 0), and the running update.
+  InputSpec runVar = range(0.5, 2.0);
+  add(OpKind::BatchNorm, "nc", {f32({4, 3}), f32({3}), f32({3})});
+  add(OpKind::BatchNorm, "nchw", {f32({2, 3, 2, 2}), f32({3}), f32({3})}, {{"eps", 0.01}});
+  add(OpKind::BatchNorm, "axis_last", {f32({4, 2, 3}), f32({3}), f32({3})},
+      {{"axis", int64_t(-1)}});
+  add(OpKind::BatchNorm, "running", {f32({2, 3, 2, 2}), f32({3}), f32({3}), f32({3}), f32({3})},
+      {{"use_global_stats", true}}, {{}, {}, {}, {}, runVar});
+  add(OpKind::BatchNormGrad, "nc", {f32({4, 3}), f32({3}), f32({4, 3})});
+  add(OpKind::BatchNormGrad, "nchw", {f32({2, 3, 2, 2}), f32({3}), f32({2, 3, 2, 2})});
+  add(OpKind::BatchNormGrad, "running",
+      {f32({2, 3, 2, 2}), f32({3}), f32({2, 3, 2, 2}), f32({3}), f32({3})}, {},
+      {{}, {}, {}, {}, runVar});
+  add(OpKind::BatchNormGammaGrad, "nchw", {f32({2, 3, 2, 2}), f32({2, 3, 2, 2})});
+  add(OpKind::BatchNormGammaGrad, "axis_last", {f32({4, 2, 3}), f32({4, 2, 3})},
+      {{"axis", int64_t(2)}});
+  add(OpKind::BatchNormGammaGrad, "running",
+      {f32({2, 3, 2, 2}), f32({2, 3, 2, 2}), f32({3}), f32({3})}, {}, {{}, {}, {}, runVar});
+  add(OpKind::BatchNormUpdate, "nchw", {f32({3}), f32({3}), f32({2, 3, 2, 2})}, {},
+      {{}, runVar});
+  add(OpKind::BatchNormUpdate, "nc", {f32({5}), f32({5}), f32({4, 5})}, {{"momentum", 0.5}},
+      {{}, runVar});
+
   return cs;
 }
 

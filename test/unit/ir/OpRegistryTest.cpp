@@ -59,7 +59,8 @@ TEST(OpRegistry, NonDifferentiableOpsAreTheBackwardAndUpdateOps) {
                                     "softmax_grad",    "softmax_cross_entropy_grad",
                                     "layer_norm_grad", "layer_norm_gamma_grad",
                                     "embedding_grad",  "sgd_update",
-                                    "adam_update"};
+                                    "adam_update",     "batch_norm_grad",
+                                    "batch_norm_gamma_grad", "batch_norm_update"};
   // Convolutional networks' backward ops.
   expected.insert({"conv2d_grad_input", "conv2d_grad_weight", "max_pool2d_grad",
                    "avg_pool2d_grad"});

@@ -327,6 +327,50 @@ TEST(Reference, PoolsHandComputed) {
              {1, 1, 1, 1, 1, 1, 1, 1, 1});
   expectNear(eval(OpKind::GlobalAvgPool2d, {x}), {2.5});
   expectNear(eval(OpKind::Flatten, {x}), {1, 2, 3, 4});
+TEST(Reference, CrossEntropySumReduction) {
+  RefTensor logits = tensor({3, 2}, {0, std::log(3.0), 5, 5, 1, 2});
+  RefTensor labels = tensor({3}, {1, 0, -100});
+  AttrMap sum = {{"reduction", std::string("sum")}};
+  // The two rows not ignored, summed: -(log 0.75 + log 0.5); dy 2 is not divided.
+  expectNear(eval(OpKind::SoftmaxCrossEntropy, {logits, labels}, sum),
+             {-(std::log(0.75) + std::log(0.5))});
+  RefTensor dy = tensor({}, {2});
+  expectNear(eval(OpKind::SoftmaxCrossEntropyGrad, {logits, labels, dy}, sum),
+             {0.5, -0.5, -1, 1, 0, 0});
+  // Every row ignored: the sum of nothing is 0 (as PyTorch).
+  RefTensor none = tensor({3}, {-100, -100, -100});
+  expectNear(eval(OpKind::SoftmaxCrossEntropy, {logits, none}, sum), {0});
+}
+
+TEST(Reference, BatchNorm) {
+  // x [2, 2, 2]: channel 0 holds 1, 3, 5, 7 (mean 4, biased variance 5),
+  // channel 1 holds 2, 2, 2, 2 (variance 0).
+  RefTensor x = tensor({2, 2, 2}, {1, 3, 2, 2, 5, 7, 2, 2});
+  RefTensor gamma = tensor({2}, {2, 1}), beta = tensor({2}, {0.5, -1});
+  AttrMap eps0 = {{"eps", 0.0}};
+  expectNear(eval(OpKind::BatchNorm, {x, gamma, beta}, {{"eps", 1.0}}),
+             {-3 / std::sqrt(6.0) * 2 + 0.5, -1 / std::sqrt(6.0) * 2 + 0.5, -1, -1,
+              1 / std::sqrt(6.0) * 2 + 0.5, 3 / std::sqrt(6.0) * 2 + 0.5, -1, -1});
+  // Running statistics: mean 1, variance 4 for both channels.
+  RefTensor rm = tensor({2}, {1, 1}), rv = tensor({2}, {4, 4});
+  expectNear(eval(OpKind::BatchNorm, {x, gamma, beta, rm, rv}, eps0),
+             {0.5, 2.5, -0.5, -0.5, 4.5, 6.5, -0.5, -0.5});
+  // The update: momentum 0.9 of the old value plus 0.1 of the batch's mean
+  // and biased variance.
+  RefTensor m = tensor({2}, {1, 1}), v = tensor({2}, {4, 4});
+  const OpInfo &u = opInfo(OpKind::BatchNormUpdate);
+  RefTensor out({2});
+  std::vector<RefTensor *> ops = {&m, &v, &x};
+  u.reference(ops, completeAttrs(u, {}), out);
+  expectNear(m, {0.9 + 0.4, 0.9 + 0.2});
+  expectNear(v, {3.6 + 0.5, 3.6});
+  expectNear(out, m.data);
+  // dgamma = sum(dy * xhat) with dy = 1: xhat sums to 0 in each channel.
+  RefTensor ones = tensor({2, 2, 2}, {1, 1, 1, 1, 1, 1, 1, 1});
+  expectNear(eval(OpKind::BatchNormGammaGrad, {x, ones}, {{"eps", 1.0}}), {0, 0}, 1e-12);
+  // With running statistics dx = dy * gamma / sqrt(var + eps).
+  expectNear(eval(OpKind::BatchNormGrad, {x, gamma, ones, rm, rv}, eps0),
+             {1, 1, 0.5, 0.5, 1, 1, 0.5, 0.5});
 }
 
 TEST(Reference, CrossEntropyIgnoresRows) {

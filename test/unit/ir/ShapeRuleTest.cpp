@@ -398,6 +398,47 @@ TEST(ShapeRule, Losses) {
             "");
 }
 
+TEST(ShapeRule, CrossEntropyReduction) {
+  EXPECT_EQ(infer(OpKind::SoftmaxCrossEntropy, {f32({8, 10}), i32({8})},
+                  {{"reduction", std::string("sum")}}),
+            f32({}));
+  EXPECT_EQ(ruleError(OpKind::SoftmaxCrossEntropy, {f32({8, 10}), i32({8})},
+                      {{"reduction", std::string("none")}}),
+            "softmax_cross_entropy reduction must be \"mean\" or \"sum\", got \"none\"");
+  EXPECT_EQ(ruleError(OpKind::SoftmaxCrossEntropyGrad, {f32({8, 10}), i32({8}), f32({})},
+                      {{"reduction", std::string("Sum")}}),
+            "softmax_cross_entropy_grad reduction must be \"mean\" or \"sum\", got \"Sum\"");
+}
+
+TEST(ShapeRule, BatchNorm) {
+  EXPECT_EQ(infer(OpKind::BatchNorm, {f32({2, 3, 4, 4}), f32({3}), f32({3})}), f32({2, 3, 4, 4}));
+  EXPECT_EQ(infer(OpKind::BatchNorm, {f32({8, 5}), f32({5}), f32({5}), f32({5}), f32({5})}),
+            f32({8, 5}));
+  EXPECT_EQ(infer(OpKind::BatchNorm, {f32({2, 4, 3}), f32({3}), f32({3})},
+                  {{"axis", int64_t(-1)}}),
+            f32({2, 4, 3}));
+  EXPECT_EQ(ruleError(OpKind::BatchNorm, {f32({2, 3, 4, 4}), f32({4}), f32({3})}),
+            "batch_norm operand 'gamma' must be f32[3] (x's channel axis): shape mismatch: "
+            "f32[2,3,4,4] x f32[4]");
+  EXPECT_EQ(ruleError(OpKind::BatchNorm, {f32({2, 3}), f32({3}), f32({3}), f32({3})}),
+            "batch_norm takes operands running_mean and running_var together, got only "
+            "running_mean");
+  EXPECT_EQ(ruleError(OpKind::BatchNorm, {f32({2, 3}), f32({3}), f32({3}), f32({3}), f32({2})}),
+            "batch_norm operand 'running_var' must be f32[3] (x's channel axis): shape "
+            "mismatch: f32[2,3] x f32[2]");
+  EXPECT_EQ(ruleError(OpKind::BatchNorm, {f32({3}), f32({3}), f32({3})}),
+            "batch_norm needs x of rank >= 2 ([N, C, ...]), got f32[3]");
+  EXPECT_EQ(ruleError(OpKind::BatchNorm, {f32({2, 3}), f32({3}), f32({3})}, {{"axis", int64_t(2)}}),
+            "batch_norm axis 2 out of range for f32[2,3]");
+  EXPECT_EQ(ruleError(OpKind::BatchNorm, {f32({2, 3}), f32({3}), f32({3})}, {{"momentum", 1.5}}),
+            "batch_norm momentum must be in [0, 1], got 1.5");
+  EXPECT_EQ(infer(OpKind::BatchNormGammaGrad, {f32({2, 3, 4}), f32({2, 3, 4})}), f32({3}));
+  EXPECT_EQ(infer(OpKind::BatchNormUpdate, {f32({3}), f32({3}), f32({2, 3, 4})}), f32({3}));
+  EXPECT_EQ(ruleError(OpKind::BatchNormUpdate, {f32({3}), f32({4}), f32({2, 3, 4})}),
+            "batch_norm_update operand 'running_var' must be f32[3] (x's channel axis): shape "
+            "mismatch: f32[2,3,4] x f32[4]");
+}
+
 TEST(ShapeRule, Optimizers) {
   EXPECT_EQ(infer(OpKind::SgdUpdate, {f32({2, 3}), f32({2, 3})}, {{"lr", 0.1}}), f32({2, 3}));
   EXPECT_EQ(infer(OpKind::SgdUpdate, {f32({2, 3}), f32({2, 3}), f32({2, 3}), f32({1})},

@@ -437,6 +437,138 @@ std::map<std::string, std::vector<float>> train(const plan::Plan &p, int steps,
   return params;
 }
 
+/// batch_norm in NCHW and [N, C] form (one with MXNet-style state names, one
+/// with use_global_stats), feeding a cross-entropy summed over the rows.
+const char *kBatchNormJson = R"({
+  "mpc": 1,
+  "name": "bn",
+  "inputs": {"x": {"shape": [8, 12]}, "labels": {"shape": [8], "dtype": "i32"}},
+  "params": {
+    "g0": {"shape": [3], "init": {"uniform": {"low": 0.5, "high": 1.5}}, "device": "a"},
+    "b0": {"shape": [3], "init": {"uniform": {"low": -0.5, "high": 0.5}}, "device": "a"},
+    "w": {"shape": [12, 5], "init": {"xavier": {"magnitude": 2.0}}, "device": "b"},
+    "g1": {"shape": [5], "init": "ones", "device": "b"},
+    "b1": {"shape": [5], "init": "zeros", "device": "b"},
+    "g2": {"shape": [5], "init": "ones", "device": "b"},
+    "b2": {"shape": [5], "init": "zeros", "device": "b"}
+  },
+  "nodes": [
+    {"name": "x4", "op": "reshape", "inputs": ["x"], "attrs": {"shape": [8, 3, 2, 2]}, "device": "a"},
+    {"name": "bn0", "op": "batch_norm", "inputs": ["x4", "g0", "b0"],
+     "attrs": {"running_mean": "bn0_moving_mean", "running_var": "bn0_moving_var", "momentum": 0.8}},
+    {"name": "r0", "op": "relu", "inputs": ["bn0"]},
+    {"name": "f0", "op": "reshape", "inputs": ["r0"], "attrs": {"shape": [8, 12]}},
+    {"name": "h", "op": "matmul", "inputs": ["f0", "w"], "device": "b"},
+    {"name": "bn1", "op": "batch_norm", "inputs": ["h", "g1", "b1"]},
+    {"name": "bn2", "op": "batch_norm", "inputs": ["bn1", "g2", "b2"],
+     "attrs": {"use_global_stats": true}},
+    {"name": "loss", "op": "softmax_cross_entropy", "inputs": ["bn2", "labels"],
+     "attrs": {"reduction": "sum"}}
+  ],
+  "loss": "loss",
+  "outputs": ["bn2"],
+  "optimizer": {"sgd": {"lr": 0.05, "momentum": 0.9}}
+})";
+
+/// Trains `c` five steps on the CPU runtime and the interpreter; the running
+/// statistics (all state) must agree too.
+void checkStatesAgainstInterpreter(const Compiled &c) {
+  ir::Interpreter interp(*c.graph, 0);
+  Executor ex(c.plan);
+  for (int s = 0; s < 5; ++s) {
+    std::map<std::string, ir::RefTensor> in = inputsFor(c.plan, s);
+    feed(ex, in);
+    ex.step();
+    interp.step(in);
+  }
+  int stats = 0;
+  for (const plan::TensorRef &t : c.plan.states) {
+    std::vector<float> got = ex.readFloats(t);
+    const ir::RefTensor &want = interp.persistent().at(t.name);
+    stats += t.name.find("running") != std::string::npos || t.name.find("moving") != std::string::npos;
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_LE(errorOf(got[i], want.data[i]), 1e-5)
+          << t.name << "[" << i << "]: " << got[i] << " vs " << want.data[i];
+  }
+  EXPECT_EQ(stats, 6) << "running mean and variance of bn0, bn1 and bn2";
+}
+
+TEST(EndToEnd, BatchNormMatchesInterpreter) {
+  checkAgainstInterpreter(kBatchNormJson, 5);
+  checkStatesAgainstInterpreter(compile(kBatchNormJson));
+}
+
+TEST(EndToEnd, BatchNormMicrobatchedMatchesInterpreter) {
+  // Per-micro-batch statistics and two running updates per step, in order:
+  // the CPU runtime against the interpreter on the same split graph.
+  for (const char *schedule : {"gpipe", "1f1b"}) {
+    SCOPED_TRACE(schedule);
+    nlohmann::json j = nlohmann::json::parse(kBatchNormJson);
+    j["pipeline"] = {{"microbatches", 2}, {"schedule", schedule}};
+    checkAgainstInterpreter(j.dump(), 5);
+    checkStatesAgainstInterpreter(compile(j.dump()));
+  }
+}
+
+/// The MLP with per-parameter multipliers: w0 learns at half the rate with
+/// twice the weight decay, b0 is frozen (lr_mult 0), w1 has no weight decay.
+std::string multJson() {
+  nlohmann::json j = nlohmann::json::parse(kMlpJson);
+  j["params"]["w0"]["lr_mult"] = 0.5;
+  j["params"]["w0"]["wd_mult"] = 2.0;
+  j["params"]["b0"]["lr_mult"] = 0.0;
+  j["params"]["w1"]["wd_mult"] = 0.0;
+  j["optimizer"] = {{"adam", {{"lr", 0.01}, {"weight_decay", 0.05}}}};
+  return j.dump();
+}
+
+TEST(EndToEnd, LrAndWdMultipliersMatchInterpreter) { checkAgainstInterpreter(multJson(), 5); }
+
+TEST(EndToEnd, LrMultZeroLeavesTheParamUnchangedBitForBit) {
+  Compiled c = compile(multJson());
+  Executor ex(c.plan);
+  std::map<std::string, std::vector<float>> before;
+  for (const plan::TensorRef &t : c.plan.params) before[t.name] = ex.readFloats(t);
+  for (int s = 0; s < 5; ++s) {
+    feed(ex, inputsFor(c.plan, s));
+    ex.step();
+  }
+  for (const plan::TensorRef &t : c.plan.params) {
+    std::vector<float> after = ex.readFloats(t);
+    if (t.name == "b0")
+      EXPECT_EQ(std::memcmp(after.data(), before[t.name].data(), after.size() * 4), 0);
+    else
+      EXPECT_NE(after, before[t.name]) << t.name << " should have been trained";
+  }
+}
+
+TEST(EndToEnd, LrMultScalesTheFirstSgdStep) {
+  // Plain SGD, no weight decay: the first step moves each param by -lr * g,
+  // so a param with lr_mult 0.5 moves by half as much as with 1 (the
+  // gradients of the first step do not depend on the multipliers).
+  nlohmann::json j = nlohmann::json::parse(kMlpJson);
+  j["optimizer"] = {{"sgd", {{"lr", 0.1}}}};
+  Compiled plain = compile(j.dump());
+  j["params"]["w1"]["lr_mult"] = 0.5;
+  Compiled half = compile(j.dump());
+  auto firstStep = [](const plan::Plan &p) {
+    Executor ex(p);
+    const plan::TensorRef *w1 = nullptr;
+    for (const plan::TensorRef &t : p.params)
+      if (t.name == "w1") w1 = &t;
+    std::vector<float> before = ex.readFloats(*w1);
+    feed(ex, inputsFor(p, 0));
+    ex.step();
+    std::vector<float> after = ex.readFloats(*w1);
+    std::vector<double> delta(after.size());
+    for (size_t i = 0; i < after.size(); ++i) delta[i] = double(after[i]) - double(before[i]);
+    return delta;
+  };
+  std::vector<double> a = firstStep(plain.plan), b = firstStep(half.plan);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], 0.5 * a[i], 1e-6) << "w1[" << i << "]";
+}
+
 TEST(EndToEnd, OneDeviceAndThreeDevicesGiveTheSameParams) {
   Compiled three = compile(seedModelJson());
   Compiled one = compile(seedModelJson(),

@@ -89,7 +89,8 @@ plan::Plan twoDevicePlan(bool withLabels) {
     uint32_t labels = b.buffer(d0, "labels", plan::DType::I32, {2}, plan::Region::Persistent);
     uint32_t ce = b.buffer(d0, "ce", plan::DType::F32, {}, plan::Region::Persistent);
     b.kernel(d0, "reshape", {x}, logits, {{"shape", std::vector<int64_t>{2, 2}}});
-    b.kernel(d0, "softmax_cross_entropy", {logits, labels}, ce, {{"ignore_index", int64_t(-100)}});
+    b.kernel(d0, "softmax_cross_entropy", {logits, labels}, ce,
+             {{"ignore_index", int64_t(-100)}, {"reduction", std::string("mean")}});
     b.p.inputs.push_back(b.ref(d0, labels));
   }
   b.kernel(d0, "scale", {x}, h, {{"value", 2.0}});
