@@ -79,8 +79,8 @@ std::vector<int64_t> parseTupleAttr(const std::string &text) {
   size_t start = 0;
   while (start <= body.size()) {
     size_t comma = body.find(',', start);
-    std::string item = trim(body.substr(start, comma == std::string::npos ? std::string::npos
-                                                                          : comma - start));
+    std::string item =
+        trim(body.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
     if (item.empty()) {
       // Only the trailing comma of "(5,)" may leave an empty item.
       if (comma == std::string::npos && !out.empty()) break;
@@ -107,19 +107,18 @@ const std::string *AttrReader::find(const std::string &key) {
 
 void AttrReader::fail(const std::string &key, const std::string &msg) const {
   std::string where = node_.pointer + (node_.op == "null" ? "" : "/attrs/" + key);
-  throw UserError(file_.file, where,
-                  "attribute '" + key + "' of " + node_.describe() + ": " + msg);
+  throw UserError(file_.file, where, "attribute '" + key + "' of " + node_.describe() + ": " + msg);
 }
 
 void AttrReader::failNode(const std::string &msg) const {
   throw UserError(file_.file, node_.pointer, node_.describe() + ": " + msg);
 }
 
-#define MPC_ATTR_READ(expr)                                                    \
-  try {                                                                        \
-    return expr;                                                               \
-  } catch (const RuleError &e) {                                               \
-    fail(key, e.what());                                                       \
+#define MPC_ATTR_READ(expr)                                                                        \
+  try {                                                                                            \
+    return expr;                                                                                   \
+  } catch (const RuleError &e) {                                                                   \
+    fail(key, e.what());                                                                           \
   }
 
 int64_t AttrReader::getInt(const std::string &key, std::optional<int64_t> dflt) {
@@ -195,8 +194,9 @@ void AttrReader::finish() const {
     // Hidden annotations ("__profiler_scope__", "__storage_type__") do not
     // change the computation.
     if (key.size() > 4 && key.rfind("__", 0) == 0) continue;
-    fail(key, "unsupported attribute (value \"" + value + "\"); mpc would not compute what "
-                                                          "MXNet computes");
+    fail(key, "unsupported attribute (value \"" + value +
+                  "\"); mpc would not compute what "
+                  "MXNet computes");
   }
 }
 

@@ -20,8 +20,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <map>
@@ -52,7 +52,8 @@ InputSpec parseInputSpec(const std::string &text) {
   size_t start = 0;
   while (true) {
     size_t comma = dims.find(',', start);
-    std::string d = dims.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string d =
+        dims.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     int64_t v = 0;
     try {
       v = parseIntAttr(d);
@@ -194,9 +195,9 @@ public:
     }
     checkShapeAnnotation(*v, shape);
     if (v->dtype && *v->dtype != "0")
-      throw UserError(sym_.file, v->pointer, "parameter " + v->describe() +
-                                                 " has __dtype__ " + *v->dtype +
-                                                 "; mpc trains float32 (0) parameters only");
+      throw UserError(sym_.file, v->pointer,
+                      "parameter " + v->describe() + " has __dtype__ " + *v->dtype +
+                          "; mpc trains float32 (0) parameters only");
     json p = {{"shape", shape}, {"init", paramInit(*v, init)}};
     if (std::string g = v->ctxGroup ? *v->ctxGroup : cur_->ctxGroup.value_or(""); !g.empty())
       p["device"] = group(v->ctxGroup ? *v : *cur_, g);
@@ -209,10 +210,12 @@ public:
       try {
         m = parseFloatAttr(*s);
       } catch (const RuleError &e) {
-        throw UserError(sym_.file, v->pointer, std::string(k) + " of " + v->describe() + ": " + e.what());
+        throw UserError(sym_.file, v->pointer,
+                        std::string(k) + " of " + v->describe() + ": " + e.what());
       }
       if (m < 0)
-        throw UserError(sym_.file, v->pointer, std::string(k) + " of " + v->describe() + " must be >= 0");
+        throw UserError(sym_.file, v->pointer,
+                        std::string(k) + " of " + v->describe() + " must be >= 0");
       if (m != 1.0) p[k] = m;
     }
     addLeaf(params_, "/params/", v->name, p, *v);
@@ -338,7 +341,8 @@ private:
       const SymbolNode &n = sym_.nodes[size_t(h.node)];
       if (n.isVariable() || h.index != 0)
         throw UserError(sym_.file, "/heads/" + std::to_string(i),
-                        "head " + n.describe() + (h.index ? " output " + std::to_string(h.index) : "") +
+                        "head " + n.describe() +
+                            (h.index ? " output " + std::to_string(h.index) : "") +
                             " is not an op's first output; it cannot be a model output");
       outputs_.push_back(values_.at(h.node).name);
     }
@@ -347,11 +351,13 @@ private:
       if (loss_)
         throw UserError(sym_.file, lossHead_->pointer,
                         "--loss " + opt_.loss + " given, but the symbol has the loss head " +
-                            lossHead_->describe() + "; drop --loss (it is for symbols without "
-                                                    "one, e.g. Gluon exports)");
+                            lossHead_->describe() +
+                            "; drop --loss (it is for symbols without "
+                            "one, e.g. Gluon exports)");
       if (sym_.heads.size() != 1)
-        throw UserError(sym_.file, "/heads", "--loss needs a symbol with one head, got " +
-                                                 std::to_string(sym_.heads.size()));
+        throw UserError(sym_.file, "/heads",
+                        "--loss needs a symbol with one head, got " +
+                            std::to_string(sym_.heads.size()));
       addGluonLoss();
       return;
     }
@@ -416,8 +422,7 @@ private:
       const SymbolNode &v = sym_.nodes[size_t(cur_->inputs[i].node)];
       return v.isVariable() ? &v : nullptr;
     }
-    if (i >= mapping_->args.size())
-      fail("missing input " + std::to_string(i));
+    if (i >= mapping_->args.size()) fail("missing input " + std::to_string(i));
     SymbolNode v;
     v.name = cur_->name + "_" + mapping_->args[i];
     v.op = "null";
@@ -513,10 +518,10 @@ private:
         break;
       }
     std::string out;
-    for (char ch : base) out += std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' ||
-                                        ch == '-' || ch == '.'
-                                    ? ch
-                                    : '_';
+    for (char ch : base)
+      out += std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.'
+                 ? ch
+                 : '_';
     return out.empty() ? "model" : out;
   }
 
@@ -557,8 +562,9 @@ private:
           n = node;
           best = ptr.size();
         }
-      std::string what = "the emitted mpc model is invalid: " +
-                         (e.where().empty() ? "" : e.where() + ": ") + e.message();
+      std::string what =
+          "the emitted mpc model is invalid: " + (e.where().empty() ? "" : e.where() + ": ") +
+          e.message();
       if (!n) throw UserError(sym_.file, "", what);
       throw UserError(sym_.file, n->pointer, n->describe() + ": " + what);
     }

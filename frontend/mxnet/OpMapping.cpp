@@ -49,8 +49,7 @@ Value flattenTo2d(MapContext &c, const Value &x, const std::string &suffix) {
 std::vector<int64_t> pair(MapContext &c, const char *key, int64_t dflt) {
   std::vector<int64_t> t = c.attrs().getTuple(key, std::vector<int64_t>{});
   if (t.empty()) return {dflt, dflt};
-  if (t.size() != 2)
-    c.attrs().fail(key, "only 2-D (two values) is supported, got " + shapeText(t));
+  if (t.size() != 2) c.attrs().fail(key, "only 2-D (two values) is supported, got " + shapeText(t));
   return t;
 }
 
@@ -110,7 +109,8 @@ Value mapConvolution(MapContext &c) {
     int64_t span = dilate[d] * (kernel[d] - 1) + 1;
     int64_t in = x.shape[2 + d] + 2 * pad[d];
     if (in < span)
-      c.fail("kernel " + shapeText(kernel) + " does not fit the padded input " + shapeText(x.shape));
+      c.fail("kernel " + shapeText(kernel) + " does not fit the padded input " +
+             shapeText(x.shape));
     out[2 + d] = (in - span) / stride[d] + 1;
   }
   Value w = c.param(1, {filters, channels / groups, kernel[0], kernel[1]}, "xavier");
@@ -141,10 +141,11 @@ Value mapPooling(MapContext &c) {
   if (global) {
     // The kernel, stride and pad of a global pool are ignored by MXNet.
     a.ignore({"kernel", "stride", "pad"});
-    if (type == "avg")
-      return c.emit("", "global_avg_pool2d", {x}, json::object(), {n, ch, 1, 1});
-    json attrs = {{"kernel", Shape{x.shape[2], x.shape[3]}}, {"stride", Shape{1, 1}},
-                  {"padding", Shape{0, 0}}, {"ceil_mode", false}};
+    if (type == "avg") return c.emit("", "global_avg_pool2d", {x}, json::object(), {n, ch, 1, 1});
+    json attrs = {{"kernel", Shape{x.shape[2], x.shape[3]}},
+                  {"stride", Shape{1, 1}},
+                  {"padding", Shape{0, 0}},
+                  {"ceil_mode", false}};
     return c.emit("", "max_pool2d", {x}, attrs, {n, ch, 1, 1});
   }
   std::vector<int64_t> kernel = a.getTuple("kernel");
@@ -158,7 +159,8 @@ Value mapPooling(MapContext &c) {
       c.fail("kernel and stride must be > 0 and pad >= 0");
     int64_t in = x.shape[2 + d] + 2 * pad[d];
     if (in < kernel[d])
-      c.fail("kernel " + shapeText(kernel) + " does not fit the padded input " + shapeText(x.shape));
+      c.fail("kernel " + shapeText(kernel) + " does not fit the padded input " +
+             shapeText(x.shape));
     int64_t steps = in - kernel[d];
     out[2 + d] = (ceil ? (steps + stride[d] - 1) / stride[d] : steps / stride[d]) + 1;
   }
@@ -183,8 +185,8 @@ Value mapActivation(MapContext &c) {
   if (act == "relu" || act == "sigmoid" || act == "tanh")
     return c.emit("", act, {x}, json::object(), x.shape);
   if (act == "softrelu") return softrelu(c, x);
-  c.attrs().fail("act_type", "unsupported activation '" + act +
-                                 "' (supported: relu, sigmoid, tanh, softrelu)");
+  c.attrs().fail("act_type",
+                 "unsupported activation '" + act + "' (supported: relu, sigmoid, tanh, softrelu)");
 }
 
 Value mapLeakyReLU(MapContext &c) {
@@ -231,12 +233,9 @@ Value mapBatchNorm(MapContext &c) {
   }
   Value beta = c.param(2, {ch}, "zeros");
   std::string mean = c.aux(3, {ch}), var = c.aux(4, {ch});
-  json attrs = {{"eps", eps},
-                {"momentum", momentum},
-                {"axis", axis},
-                {"use_global_stats", global || c.inference()},
-                {"running_mean", mean},
-                {"running_var", var}};
+  json attrs = {{"eps", eps},           {"momentum", momentum},
+                {"axis", axis},         {"use_global_stats", global || c.inference()},
+                {"running_mean", mean}, {"running_var", var}};
   return c.emit("", "batch_norm", {x, gamma, beta}, attrs, x.shape);
 }
 
@@ -431,7 +430,8 @@ Value mapSoftmaxOutput(MapContext &c) {
   std::string norm = a.getString("normalization", "null");
   for (const char *k : {"multi_output", "preserve_shape", "out_grad"})
     if (a.getBool(k, false)) a.fail(k, "is not supported");
-  if (a.getFloat("smooth_alpha", 0) != 0) a.fail("smooth_alpha", "label smoothing is not supported");
+  if (a.getFloat("smooth_alpha", 0) != 0)
+    a.fail("smooth_alpha", "label smoothing is not supported");
   if (norm != "null" && norm != "batch" && norm != "valid")
     a.fail("normalization", "must be null, batch or valid, got " + norm);
   Value x = floatData(c, 0);
@@ -473,8 +473,8 @@ Value mapLinearRegressionOutput(MapContext &c) {
   Value label = c.label(1, x.shape, /*i32=*/false);
   Value mse = c.emit("loss", "mse_loss", {x, label}, json::object(), {});
   double scale = gradScale * double(x.shape[0]) / 2;
-  Value loss = scale == 1.0 ? mse
-                            : c.emit("loss_scaled", "scale", {mse}, json{{"value", scale}}, {});
+  Value loss =
+      scale == 1.0 ? mse : c.emit("loss_scaled", "scale", {mse}, json{{"value", scale}}, {});
   c.setLoss(loss);
   return out;
 }
@@ -487,7 +487,10 @@ const std::vector<OpMapping> &table() {
        false,
        "batch_norm",
        mapBatchNorm},
-      {{"BlockGrad", "stop_gradient"}, {"data"}, false, "stop_gradient",
+      {{"BlockGrad", "stop_gradient"},
+       {"data"},
+       false,
+       "stop_gradient",
        [](MapContext &c) { return mapUnary(c, "stop_gradient"); }},
       {{"Concat", "concat"}, {}, false, "concat", mapConcat},
       {{"Convolution"}, {"data", "weight", "bias"}, false, "conv2d", mapConvolution},
@@ -508,30 +511,63 @@ const std::vector<OpMapping> &table() {
        true,
        "softmax_cross_entropy head",
        mapSoftmaxOutput},
-      {{"broadcast_add", "broadcast_plus"}, {"lhs", "rhs"}, false, "add",
+      {{"broadcast_add", "broadcast_plus"},
+       {"lhs", "rhs"},
+       false,
+       "add",
        [](MapContext &c) { return mapBinary(c, "add", true); }},
-      {{"broadcast_div"}, {"lhs", "rhs"}, false, "div",
+      {{"broadcast_div"},
+       {"lhs", "rhs"},
+       false,
+       "div",
        [](MapContext &c) { return mapBinary(c, "div", true); }},
-      {{"broadcast_mul"}, {"lhs", "rhs"}, false, "mul",
+      {{"broadcast_mul"},
+       {"lhs", "rhs"},
+       false,
+       "mul",
        [](MapContext &c) { return mapBinary(c, "mul", true); }},
-      {{"broadcast_sub", "broadcast_minus"}, {"lhs", "rhs"}, false, "sub",
+      {{"broadcast_sub", "broadcast_minus"},
+       {"lhs", "rhs"},
+       false,
+       "sub",
        [](MapContext &c) { return mapBinary(c, "sub", true); }},
-      {{"elemwise_add", "_Plus", "_plus", "_add"}, {"lhs", "rhs"}, false, "add",
+      {{"elemwise_add", "_Plus", "_plus", "_add"},
+       {"lhs", "rhs"},
+       false,
+       "add",
        [](MapContext &c) { return mapBinary(c, "add", false); }},
-      {{"elemwise_div", "_Div", "_div"}, {"lhs", "rhs"}, false, "div",
+      {{"elemwise_div", "_Div", "_div"},
+       {"lhs", "rhs"},
+       false,
+       "div",
        [](MapContext &c) { return mapBinary(c, "div", false); }},
-      {{"elemwise_mul", "_Mul", "_mul"}, {"lhs", "rhs"}, false, "mul",
+      {{"elemwise_mul", "_Mul", "_mul"},
+       {"lhs", "rhs"},
+       false,
+       "mul",
        [](MapContext &c) { return mapBinary(c, "mul", false); }},
-      {{"elemwise_sub", "_Minus", "_minus", "_sub"}, {"lhs", "rhs"}, false, "sub",
+      {{"elemwise_sub", "_Minus", "_minus", "_sub"},
+       {"lhs", "rhs"},
+       false,
+       "sub",
        [](MapContext &c) { return mapBinary(c, "sub", false); }},
       {{"exp"}, {"data"}, false, "exp", [](MapContext &c) { return mapUnary(c, "exp"); }},
       {{"log"}, {"data"}, false, "log", [](MapContext &c) { return mapUnary(c, "log"); }},
-      {{"log_softmax"}, {"data"}, false, "log_softmax",
+      {{"log_softmax"},
+       {"data"},
+       false,
+       "log_softmax",
        [](MapContext &c) { return mapSoftmaxLike(c, "log_softmax"); }},
       {{"relu"}, {"data"}, false, "relu", [](MapContext &c) { return mapUnary(c, "relu"); }},
-      {{"sigmoid"}, {"data"}, false, "sigmoid",
+      {{"sigmoid"},
+       {"data"},
+       false,
+       "sigmoid",
        [](MapContext &c) { return mapUnary(c, "sigmoid"); }},
-      {{"softmax"}, {"data"}, false, "softmax",
+      {{"softmax"},
+       {"data"},
+       false,
+       "softmax",
        [](MapContext &c) { return mapSoftmaxLike(c, "softmax"); }},
       {{"tanh"}, {"data"}, false, "tanh", [](MapContext &c) { return mapUnary(c, "tanh"); }},
   };

@@ -62,16 +62,17 @@ public:
     return p;
   }
   [[noreturn]] void fail(const std::string &msg, size_t at) const {
-    throw UserError(file_, context_.empty() ? "byte " + std::to_string(at)
-                                            : context_ + " at byte " + std::to_string(at),
+    throw UserError(file_,
+                    context_.empty() ? "byte " + std::to_string(at)
+                                     : context_ + " at byte " + std::to_string(at),
                     msg);
   }
 
 private:
   void need(uint64_t n, const char *what) const {
     if (n > size_ - pos_)
-      fail(std::string("truncated file: ") + what + " needs " + std::to_string(n) +
-               " bytes, " + std::to_string(size_ - pos_) + " left",
+      fail(std::string("truncated file: ") + what + " needs " + std::to_string(n) + " bytes, " +
+               std::to_string(size_ - pos_) + " left",
            pos_);
   }
 
@@ -166,11 +167,15 @@ std::vector<NdArray> parseParamsFile(const uint8_t *data, size_t size, const std
   Cursor c(data, size, file);
   uint64_t magic = c.read<uint64_t>("the file magic");
   if (magic != kListMagic)
-    c.fail("not an MXNet NDArray file: magic 0x" + [&] {
-      char buf[20];
-      std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(magic));
-      return std::string(buf);
-    }() + ", expected 0x112", 0);
+    c.fail(
+        "not an MXNet NDArray file: magic 0x" +
+            [&] {
+              char buf[20];
+              std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(magic));
+              return std::string(buf);
+            }() +
+            ", expected 0x112",
+        0);
   c.read<uint64_t>("the reserved word");
   size_t at = c.offset();
   uint64_t count = c.read<uint64_t>("the array count");
@@ -230,25 +235,28 @@ std::vector<FloatTensor> matchParams(const std::vector<NdArray> &arrays,
     if (it == want.end()) {
       std::string list;
       for (const auto &[n, e] : want) list += (list.empty() ? "" : ", ") + n;
-      throw UserError(file, where, "not a parameter or running statistic of the model (expected: " +
-                                       list + ")");
+      throw UserError(file, where,
+                      "not a parameter or running statistic of the model (expected: " + list + ")");
     }
     const ExpectedArray &e = *it->second;
     if (!prefix.empty() && (prefix == "aux") != e.aux)
-      throw UserError(file, where, std::string("'") + name + "' is " +
-                                       (e.aux ? "a running statistic of '" + e.node + "': aux:"
-                                              : "a parameter of '" + e.node + "': arg:") +
-                                       " expected");
+      throw UserError(file, where,
+                      std::string("'") + name + "' is " +
+                          (e.aux ? "a running statistic of '" + e.node + "': aux:"
+                                 : "a parameter of '" + e.node + "': arg:") +
+                          " expected");
     if (a.shape != e.shape)
-      throw UserError(file, where, "shape mismatch: " + shapeText(a.shape) + " in the file, " +
-                                       shapeText(e.shape) + " in the model ('" + e.node + "')");
+      throw UserError(file, where,
+                      "shape mismatch: " + shapeText(a.shape) + " in the file, " +
+                          shapeText(e.shape) + " in the model ('" + e.node + "')");
     found[name] = true;
     if (!e.unused) out.push_back({name, a.shape, a.data});
   }
   for (const ExpectedArray &e : expected)
     if (!found.count(e.name) && !e.unused)
-      throw UserError(file, "", "missing " + std::string(e.aux ? "running statistic" : "parameter") +
-                                    " '" + e.name + "' " + shapeText(e.shape) + " of '" + e.node + "'");
+      throw UserError(file, "",
+                      "missing " + std::string(e.aux ? "running statistic" : "parameter") + " '" +
+                          e.name + "' " + shapeText(e.shape) + " of '" + e.node + "'");
   std::sort(out.begin(), out.end(),
             [](const FloatTensor &a, const FloatTensor &b) { return a.name < b.name; });
   return out;

@@ -34,9 +34,9 @@ namespace mpc::frontend::mxnet {
 struct NdArray {
   std::string name; ///< as written, with its "arg:"/"aux:" prefix
   std::vector<int64_t> shape;
-  int typeFlag = 0;         ///< as written
-  std::vector<float> data;  ///< converted to float32
-  uint64_t offset = 0;      ///< byte offset of the array in the file
+  int typeFlag = 0;        ///< as written
+  std::vector<float> data; ///< converted to float32
+  uint64_t offset = 0;     ///< byte offset of the array in the file
 };
 
 std::vector<NdArray> parseParamsFile(const uint8_t *data, size_t size, const std::string &file);

@@ -60,8 +60,8 @@ public:
       fail(lineCol(text_, e.byte), "bad JSON: " + what);
     }
     if (!root.is_object())
-      fail("", "a symbol file is a JSON object with \"nodes\" and \"heads\", got " +
-                   typeName(root));
+      fail("",
+           "a symbol file is a JSON object with \"nodes\" and \"heads\", got " + typeName(root));
     for (auto it = root.begin(); it != root.end(); ++it)
       if (it.key() != "nodes" && it.key() != "heads" && it.key() != "arg_nodes" &&
           it.key() != "node_row_ptr" && it.key() != "attrs")
@@ -90,7 +90,8 @@ public:
       out_.heads.push_back(e);
     }
     if (const json *args = find(root, "arg_nodes")) checkIndexList(*args, "/arg_nodes", true);
-    if (const json *rows = find(root, "node_row_ptr")) checkIndexList(*rows, "/node_row_ptr", false);
+    if (const json *rows = find(root, "node_row_ptr"))
+      checkIndexList(*rows, "/node_row_ptr", false);
     sortTopologically();
     return std::move(out_);
   }
@@ -114,10 +115,8 @@ private:
     // Written as ["int", 10500] by nnvm's any-typed graph attributes.
     if (v->is_array() && v->size() == 2 && (*v)[1].is_number_integer())
       out_.mxnetVersion = (*v)[1].get<int>();
-    else if (v->is_number_integer())
-      out_.mxnetVersion = v->get<int>();
-    else
-      fail("/attrs/mxnet_version", "mxnet_version must be [\"int\", N], got " + v->dump());
+    else if (v->is_number_integer()) out_.mxnetVersion = v->get<int>();
+    else fail("/attrs/mxnet_version", "mxnet_version must be [\"int\", N], got " + v->dump());
   }
 
   Entry readEntry(const json &j, const std::string &ptr) const {
@@ -125,8 +124,8 @@ private:
       fail(ptr, "an entry is [node, index] or [node, index, version], got " + j.dump());
     for (const json &f : j)
       if (!f.is_number_integer())
-        fail(ptr, "an entry is [node, index] or [node, index, version] of integers, got " +
-                      j.dump());
+        fail(ptr,
+             "an entry is [node, index] or [node, index, version] of integers, got " + j.dump());
     int64_t node = j[0].get<int64_t>(), index = j[1].get<int64_t>();
     if (node < 0 || node > 1 << 30 || index < 0 || index > 1 << 20)
       fail(ptr, "entry " + j.dump() + " out of range");
@@ -145,8 +144,9 @@ private:
       if (!j[i].is_number_integer() || j[i].get<int64_t>() < 0)
         fail(ptr + "/" + std::to_string(i), ptr.substr(1) + " must hold integers >= 0");
       if (nodeIds && size_t(j[i].get<int64_t>()) >= out_.nodes.size())
-        fail(ptr + "/" + std::to_string(i),
-             "arg_nodes names node " + std::to_string(j[i].get<int64_t>()) + ", which does not exist");
+        fail(ptr + "/" + std::to_string(i), "arg_nodes names node " +
+                                                std::to_string(j[i].get<int64_t>()) +
+                                                ", which does not exist");
     }
   }
 
@@ -179,7 +179,8 @@ private:
     sawParam |= find(j, "backward_source_id") != nullptr;
     const json *inputs = find(j, "inputs");
     if (inputs) {
-      if (!inputs->is_array()) fail(ptr + "/inputs", "\"inputs\" of " + n.describe() + " must be an array");
+      if (!inputs->is_array())
+        fail(ptr + "/inputs", "\"inputs\" of " + n.describe() + " must be an array");
       for (size_t i = 0; i < inputs->size(); ++i)
         n.inputs.push_back(readEntry((*inputs)[i], ptr + "/inputs/" + std::to_string(i)));
     }
@@ -190,14 +191,16 @@ private:
 
   /// Moves one dictionary into the node, lifting the annotations.
   void mergeAttrs(SymbolNode &n, const json &d, const std::string &ptr) {
-    if (!d.is_object()) fail(ptr, "attributes of " + n.describe() + " must be an object of strings");
+    if (!d.is_object())
+      fail(ptr, "attributes of " + n.describe() + " must be an object of strings");
     for (auto it = d.begin(); it != d.end(); ++it) {
       if (!it->is_string())
         fail(ptr + "/" + it.key(), "attribute '" + it.key() + "' of " + n.describe() +
                                        " must be a string, got " + it->dump());
       std::string key = it.key(), value = it->get<std::string>();
       std::string bare = key;
-      if (bare.size() > 4 && bare.rfind("__", 0) == 0 && bare.compare(bare.size() - 2, 2, "__") == 0)
+      if (bare.size() > 4 && bare.rfind("__", 0) == 0 &&
+          bare.compare(bare.size() - 2, 2, "__") == 0)
         bare = bare.substr(2, bare.size() - 4);
       std::optional<std::string> *slot = nullptr;
       if (bare == "ctx_group") slot = &n.ctxGroup;

@@ -58,7 +58,8 @@ void importMxnet(const ImportArgs &a) {
   // leaves neither output behind.
   std::vector<runtime::io::NamedTensor> tensors;
   if (!a.params.empty()) {
-    for (const mx::FloatTensor &t : mx::matchParams(mx::readParamsFile(a.params), r.arrays, a.params)) {
+    for (const mx::FloatTensor &t :
+         mx::matchParams(mx::readParamsFile(a.params), r.arrays, a.params)) {
       runtime::io::NamedTensor n;
       n.name = t.name;
       n.shape = t.shape;
@@ -68,8 +69,7 @@ void importMxnet(const ImportArgs &a) {
     }
   }
   writeFileAtomic(a.output, r.modelJson);
-  if (!a.paramsOut.empty())
-    runtime::io::writeSafetensors(a.paramsOut, tensors, {{"format", "pt"}});
+  if (!a.paramsOut.empty()) runtime::io::writeSafetensors(a.paramsOut, tensors, {{"format", "pt"}});
 }
 
 } // namespace
@@ -100,8 +100,8 @@ void addImportMxnetCommand(CLI::App &app) {
       "the heads' forward values (SoftmaxOutput's probabilities); batch norm uses its running "
       "statistics. Score with mpc run --init");
   loss->excludes(inference);
-  auto *params = cmd->add_option("--params", args->params,
-                                 "MXNet .params file (NDArray list) to convert; needs --params-out");
+  auto *params = cmd->add_option(
+      "--params", args->params, "MXNet .params file (NDArray list) to convert; needs --params-out");
   cmd->add_option("--params-out", args->paramsOut,
                   "Write the converted parameters and batch-norm running statistics here as "
                   "safetensors, for mpc run --init")
