@@ -153,6 +153,10 @@ public:
     }
     finishHeads();
     ImportResult r;
+    for (const InputSpec &in : opt_.inputs)
+      if (!vars_.count(in.name))
+        notes_.push_back("mpc import-mxnet: warning: --input " + in.name +
+                         " is not used by the imported model");
     r.modelJson = writeModel();
     validate(r.modelJson);
     r.arrays = arrays_;
@@ -440,8 +444,13 @@ private:
     return v;
   }
 
-  /// The variable's use so far, which must be `role` if any.
+  /// The variable's use so far, which must be `role` if any. Only data and
+  /// labels may come from --input.
   const VarUse *use(const SymbolNode &v, Role role) {
+    if (given_.count(v.name) && role != Role::Input && role != Role::Label)
+      throw UserError("", "--input " + v.name,
+                      "'" + v.name + "' is " + roleName(role) + " of " + cur_->describe() +
+                          ", not data fed per step");
     auto it = vars_.find(v.name);
     if (it == vars_.end()) return nullptr;
     if (it->second.role != role)
