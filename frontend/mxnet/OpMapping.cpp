@@ -278,6 +278,21 @@ Value mapBinary(MapContext &c, const std::string &op, bool broadcast) {
   return c.emit("", op, {x, y}, json::object(), out);
 }
 
+/// x op scalar (Gluon's `x * 2`, `x / 255`, `x + 1`): scale, or an add of
+/// an f32[] fill.
+Value mapScalar(MapContext &c, char op) {
+  double v = c.attrs().getFloat("scalar");
+  c.attrs().ignore({"is_int"}); // mpc computes in float32 either way
+  Value x = floatData(c, 0);
+  if (op == '*' || op == '/') {
+    if (op == '/' && v == 0) c.attrs().fail("scalar", "division by zero");
+    return c.emit("", "scale", {x}, json{{"value", op == '*' ? v : 1.0 / v}}, x.shape);
+  }
+  Value s =
+      c.emit("scalar", "fill", {}, json{{"value", op == '+' ? v : -v}, {"shape", Shape{}}}, {});
+  return c.emit("", "add", {x, s}, json::object(), x.shape);
+}
+
 Value mapConcat(MapContext &c) {
   AttrReader &a = c.attrs();
   int64_t dim = a.getInt("dim", 1), num = a.getInt("num_args");
@@ -551,6 +566,18 @@ const std::vector<OpMapping> &table() {
        false,
        "sub",
        [](MapContext &c) { return mapBinary(c, "sub", false); }},
+      {{"_div_scalar"}, {"data"}, false, "scale", [](MapContext &c) { return mapScalar(c, '/'); }},
+      {{"_minus_scalar"},
+       {"data"},
+       false,
+       "add of a fill",
+       [](MapContext &c) { return mapScalar(c, '-'); }},
+      {{"_mul_scalar"}, {"data"}, false, "scale", [](MapContext &c) { return mapScalar(c, '*'); }},
+      {{"_plus_scalar"},
+       {"data"},
+       false,
+       "add of a fill",
+       [](MapContext &c) { return mapScalar(c, '+'); }},
       {{"exp"}, {"data"}, false, "exp", [](MapContext &c) { return mapUnary(c, "exp"); }},
       {{"log"}, {"data"}, false, "log", [](MapContext &c) { return mapUnary(c, "log"); }},
       {{"log_softmax"},
