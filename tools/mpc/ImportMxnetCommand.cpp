@@ -41,6 +41,8 @@ void importMxnet(const ImportArgs &a) {
   if (a.params.empty() != a.paramsOut.empty())
     throw UserError("", a.params.empty() ? "--params-out" : "--params",
                     "--params and --params-out go together");
+  if (a.momentum && a.optimizer != "sgd")
+    throw UserError("", "--momentum", "is an sgd setting; " + a.optimizer + " has beta1");
   mx::ImportOptions opt;
   for (const std::string &s : a.inputs) opt.inputs.push_back(mx::parseInputSpec(s));
   opt.loss = a.loss;
