@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Fails when a file includes a layer above its own (docs/architecture.md):
 # support -> ir -> passes -> (runtime/plan) -> codegen -> compiler -> runtime -> tools,
+# with the importers (frontend/) above ir and passes, below tools and free of
+# codegen and the runtime,
 # and inside the runtime: the training loop (runtime/train) and the process
 # layer (runtime/dist) know neither MPI (runtime/mpi) nor CUDA (runtime/cuda);
 # the driver chooses those. One file crosses the floors on purpose:
@@ -21,12 +23,13 @@ check() { # folder, forbidden include prefixes...
     fi
   done
 }
-check support ir passes codegen compiler runtime tools
-check ir passes codegen compiler runtime tools
-check passes codegen compiler runtime tools
-check codegen passes compiler tools
-check compiler runtime/cpu runtime/cuda runtime/dist runtime/io runtime/mpi runtime/train tools
-check runtime ir passes codegen compiler tools
+check support ir passes frontend codegen compiler runtime tools
+check ir passes frontend codegen compiler runtime tools
+check passes frontend codegen compiler runtime tools
+check frontend codegen compiler runtime tools
+check codegen passes frontend compiler tools
+check compiler frontend runtime/cpu runtime/cuda runtime/dist runtime/io runtime/mpi runtime/train tools
+check runtime ir passes frontend codegen compiler tools
 check runtime/dist runtime/train runtime/mpi runtime/cuda
 check runtime/train runtime/mpi runtime/cuda
 if [ $status = 0 ]; then echo "layering: ok"; fi

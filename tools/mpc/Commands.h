@@ -16,5 +16,6 @@ void addCompileCommand(CLI::App &app); ///< CompileCommand.cpp
 void addRunCommand(CLI::App &app);     ///< RunCommand.cpp
 void addDumpCommand(CLI::App &app);    ///< DumpCommand.cpp
 void addListCommands(CLI::App &app);   ///< ListCommand.cpp (ops, passes)
+void addImportMxnetCommand(CLI::App &app); ///< ImportMxnetCommand.cpp
 
 } // namespace mpc::tool

@@ -1,0 +1,126 @@
+//===- tools/mpc/ImportMxnetCommand.cpp - `mpc import-mxnet` -------------===//
+//
+//   mpc import-mxnet SYMBOL.json -o model.json --input NAME=D0,D1,...[:i32] ...
+//       [--loss softmax_cross_entropy|mse] [--inference]
+//       [--params FILE.params --params-out init.safetensors]
+//       [--optimizer sgd|adam|adamw] [--lr LR] [--momentum M] [--wd WD]
+//
+// Parses the flags, hands the symbol to the importer library
+// (frontend/mxnet/) and writes what it returns: the model JSON and, from a
+// .params file, a safetensors file for `mpc run --init` (the library stays
+// free of the runtime; the safetensors writer lives in runtime/io).
+// See docs/import-mxnet.md.
+//
+//===----------------------------------------------------------------------===//
+#include "frontend/mxnet/Import.h"
+#include "frontend/mxnet/ParamsFile.h"
+#include "frontend/mxnet/SymbolFile.h"
+#include "runtime/io/Safetensors.h"
+#include "support/Error.h"
+#include "support/FileIO.h"
+#include "tools/mpc/Commands.h"
+
+#include <cstring>
+#include <iostream>
+#include <memory>
+
+namespace mpc::tool {
+
+namespace {
+
+namespace mx = frontend::mxnet;
+
+struct ImportArgs {
+  std::string symbol, output, loss, params, paramsOut, optimizer = "sgd", name;
+  std::vector<std::string> inputs;
+  bool inference = false;
+  std::optional<double> lr, momentum, wd;
+};
+
+void importMxnet(const ImportArgs &a) {
+  if (a.params.empty() != a.paramsOut.empty())
+    throw UserError("", a.params.empty() ? "--params-out" : "--params",
+                    "--params and --params-out go together");
+  if (a.momentum && a.optimizer != "sgd")
+    throw UserError("", "--momentum", "is an sgd setting; " + a.optimizer + " has beta1");
+  mx::ImportOptions opt;
+  for (const std::string &s : a.inputs) opt.inputs.push_back(mx::parseInputSpec(s));
+  opt.loss = a.loss;
+  opt.inference = a.inference;
+  opt.optimizer = a.optimizer;
+  opt.lr = a.lr;
+  opt.momentum = a.momentum;
+  opt.weightDecay = a.wd;
+  opt.modelName = a.name;
+  opt.outputFile = a.output;
+  mx::SymbolFile sym = mx::readSymbolFile(a.symbol);
+  mx::ImportResult r = mx::importSymbol(sym, opt);
+  for (const std::string &n : r.notes) std::cerr << n << "\n";
+  // Convert the parameters before writing anything: a bad .params file
+  // leaves neither output behind.
+  std::vector<runtime::io::NamedTensor> tensors;
+  if (!a.params.empty()) {
+    for (const mx::FloatTensor &t :
+         mx::matchParams(mx::readParamsFile(a.params), r.arrays, a.params)) {
+      runtime::io::NamedTensor n;
+      n.name = t.name;
+      n.shape = t.shape;
+      n.data.resize(t.data.size() * 4);
+      std::memcpy(n.data.data(), t.data.data(), n.data.size());
+      tensors.push_back(std::move(n));
+    }
+  }
+  writeFileAtomic(a.output, r.modelJson);
+  if (!a.paramsOut.empty()) runtime::io::writeSafetensors(a.paramsOut, tensors, {{"format", "pt"}});
+}
+
+} // namespace
+
+void addImportMxnetCommand(CLI::App &app) {
+  auto args = std::make_shared<ImportArgs>();
+  CLI::App *cmd = app.add_subcommand(
+      "import-mxnet",
+      "Import an MXNet model (*-symbol.json, any era, and optionally its .params) as an mpc "
+      "model JSON (docs/import-mxnet.md)");
+  cmd->add_option("symbol", args->symbol, "MXNet symbol file (*-symbol.json)")->required();
+  cmd->add_option("-o,--output", args->output, "Write the mpc model JSON here")->required();
+  cmd->add_option("--input", args->inputs,
+                  "NAME=D0,D1,...[:i32]: shape (and dtype, default f32) of the data variable "
+                  "NAME; the first --input's leading dimension is the batch. Labels default to "
+                  "i32[batch] (SoftmaxOutput) or the prediction's shape (regression). "
+                  "Repeatable")
+      ->required();
+  auto *loss =
+      cmd->add_option("--loss", args->loss,
+                      "For a symbol without a loss head (a Gluon export): train with this loss "
+                      "on its one head, fed by a new input 'label' (i32[batch] for "
+                      "softmax_cross_entropy, the head's shape for mse)")
+          ->check(CLI::IsMember({"softmax_cross_entropy", "mse"}));
+  auto *inference = cmd->add_flag(
+      "--inference", args->inference,
+      "Emit an inference model: the same parameters, no loss, labels or optimizer; outputs are "
+      "the heads' forward values (SoftmaxOutput's probabilities); batch norm uses its running "
+      "statistics. Score with mpc run --init");
+  loss->excludes(inference);
+  auto *params = cmd->add_option(
+      "--params", args->params, "MXNet .params file (NDArray list) to convert; needs --params-out");
+  cmd->add_option("--params-out", args->paramsOut,
+                  "Write the converted parameters and batch-norm running statistics here as "
+                  "safetensors, for mpc run --init")
+      ->needs(params);
+  cmd->add_option("--optimizer", args->optimizer,
+                  "The model's optimizer: sgd (default, MXNet's default), adam or adamw")
+      ->check(CLI::IsMember({"sgd", "adam", "adamw"}));
+  cmd->add_option("--lr", args->lr,
+                  "Learning rate (default: the optimizer's, sgd 0.01, adam 0.001)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--momentum", args->momentum, "SGD momentum (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--wd", args->wd, "Weight decay (default: the optimizer's; adamw 0.01)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--name", args->name,
+                  "The model's name (default: the symbol file's, without -symbol.json)");
+  cmd->callback([args] { importMxnet(*args); });
+}
+
+} // namespace mpc::tool
