@@ -36,13 +36,12 @@ Value floatData(MapContext &c, size_t i) {
   return v;
 }
 
-/// [N, d1, d2, ...] -> [N, d1*d2*...], as MXNet's Flatten and
-/// FullyConnected(flatten=True); a reshape, which mpc has today.
+/// [N, d1, d2, ...] -> [N, d1*d2*...], as MXNet's FullyConnected(flatten=True).
 Value flattenTo2d(MapContext &c, const Value &x, const std::string &suffix) {
   if (x.shape.size() == 2) return x;
-  if (x.shape.empty()) c.fail("cannot flatten a scalar");
+  if (x.shape.size() < 2) c.fail("cannot flatten data of shape " + shapeText(x.shape));
   Shape s = {x.shape[0], product(x.shape, 1)};
-  return c.emit(suffix, "reshape", {x}, json{{"shape", s}}, s);
+  return c.emit(suffix, "flatten", {x}, json::object(), s);
 }
 
 /// A 2-element tuple attribute with a default for "()" or absence.
@@ -116,12 +115,9 @@ Value mapConvolution(MapContext &c) {
   Value w = c.param(1, {filters, channels / groups, kernel[0], kernel[1]}, "xavier");
   json attrs = {{"stride", stride}, {"padding", pad}, {"dilation", dilate}, {"groups", groups}};
   if (noBias) return c.emit("", "conv2d", {x, w}, attrs, out);
-  Value y = c.emit("conv", "conv2d", {x, w}, attrs, out);
+  // conv2d's optional third operand is MXNet's [num_filter] bias.
   Value b = c.param(2, {filters}, "zeros");
-  // The bias is a [num_filter] array in MXNet's .params; broadcast it over
-  // the channel axis of NCHW.
-  Value br = c.emit("bias", "reshape", {b}, json{{"shape", Shape{filters, 1, 1}}}, {filters, 1, 1});
-  return c.emit("", "add", {y, br}, json::object(), out);
+  return c.emit("", "conv2d", {x, w, b}, attrs, out);
 }
 
 Value mapPooling(MapContext &c) {
@@ -170,13 +166,20 @@ Value mapPooling(MapContext &c) {
   return c.emit("", "avg_pool2d", {x}, attrs, out);
 }
 
-/// softrelu(x) = log(1 + exp(x)): mpc has no softplus op, so it is
-/// composed; exp overflows f32 for x > 88, where the result becomes inf.
+/// softrelu(x) = log(1 + exp(x)), composed from mpc ops in the form that
+/// cannot overflow: relu(x) + log(1 + exp(-|x|)), with |x| = relu(x) +
+/// relu(-x). (log(1 + exp(x)) itself would give inf for x > 88.)
 Value softrelu(MapContext &c, const Value &x) {
-  Value e = c.emit("exp", "exp", {x}, json::object(), x.shape);
+  Value pos = c.emit("pos", "relu", {x}, json::object(), x.shape);
+  Value nx = c.emit("negx", "neg", {x}, json::object(), x.shape);
+  Value neg = c.emit("neg", "relu", {nx}, json::object(), x.shape);
+  Value abs = c.emit("abs", "add", {pos, neg}, json::object(), x.shape);
+  Value mabs = c.emit("negabs", "neg", {abs}, json::object(), x.shape);
+  Value e = c.emit("exp", "exp", {mabs}, json::object(), x.shape);
   Value one = c.emit("one", "fill", {}, json{{"value", 1.0}, {"shape", Shape{}}}, {});
   Value p = c.emit("1p", "add", {e, one}, json::object(), x.shape);
-  return c.emit("", "log", {p}, json::object(), x.shape);
+  Value l = c.emit("log", "log", {p}, json::object(), x.shape);
+  return c.emit("", "add", {pos, l}, json::object(), x.shape);
 }
 
 Value mapActivation(MapContext &c) {
@@ -243,7 +246,7 @@ Value mapFlatten(MapContext &c) {
   Value x = floatData(c, 0);
   if (x.shape.size() < 2) c.fail("data must have rank >= 2, got " + shapeText(x.shape));
   Shape s = {x.shape[0], product(x.shape, 1)};
-  return c.emit("", "reshape", {x}, json{{"shape", s}}, s);
+  return c.emit("", "flatten", {x}, json::object(), s);
 }
 
 Value mapDropout(MapContext &c) {
@@ -511,7 +514,7 @@ const std::vector<OpMapping> &table() {
       {{"Convolution"}, {"data", "weight", "bias"}, false, "conv2d", mapConvolution},
       {{"Dropout"}, {"data"}, false, "dropout", mapDropout},
       {{"Embedding"}, {"data", "weight"}, false, "embedding", mapEmbedding},
-      {{"Flatten", "flatten"}, {"data"}, false, "reshape", mapFlatten},
+      {{"Flatten", "flatten"}, {"data"}, false, "flatten", mapFlatten},
       {{"FullyConnected"}, {"data", "weight", "bias"}, false, "matmul + add", mapFullyConnected},
       {{"LeakyReLU"}, {"data"}, false, "leaky, gelu", mapLeakyReLU},
       {{"LinearRegressionOutput"},

@@ -327,6 +327,8 @@ TEST(Reference, PoolsHandComputed) {
              {1, 1, 1, 1, 1, 1, 1, 1, 1});
   expectNear(eval(OpKind::GlobalAvgPool2d, {x}), {2.5});
   expectNear(eval(OpKind::Flatten, {x}), {1, 2, 3, 4});
+}
+
 TEST(Reference, CrossEntropySumReduction) {
   RefTensor logits = tensor({3, 2}, {0, std::log(3.0), 5, 5, 1, 2});
   RefTensor labels = tensor({3}, {1, 0, -100});
