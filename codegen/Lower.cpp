@@ -31,9 +31,12 @@ plan::Plan lowerToPlan(const ir::Graph &graph, const LowerOptions &options) {
   createBuffers(st);
   // 4. Per-device instruction lists: kernels, early sends, late receives (Schedule.cpp).
   scheduleInstructions(st);
-  // 5. Memory: live ranges, then arena and persistent offsets (Liveness.cpp, MemoryPlan.cpp).
+  // 5. Memory: live ranges, results that run in place, then arena and
+  //    persistent offsets (Liveness.cpp, InPlace.cpp, MemoryPlan.cpp).
   for (plan::DeviceProgram &program : st.plan.devices) {
-    planArena(program, computeLiveness(program));
+    std::vector<LiveInterval> live = computeLiveness(program);
+    planArena(program, live, options.inPlace ? findInPlaceReuse(program, live)
+                                             : std::vector<uint32_t>{});
     planPersistent(program);
   }
   // 6. What the user sees: inputs, outputs, params, states, loss, optimizer; the

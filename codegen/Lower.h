@@ -20,6 +20,9 @@ namespace mpc::codegen {
 
 struct LowerOptions {
   uint64_t seed = 0; ///< seed for the initial parameter values
+  /// Elementwise results may take over a dying operand's arena slot
+  /// (codegen/InPlace.cpp); off, every arena buffer gets bytes of its own.
+  bool inPlace = true;
 };
 
 /// Throws UserError when the graph cannot be lowered (not placed, copies not

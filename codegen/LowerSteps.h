@@ -6,6 +6,7 @@
 //   Schedule.cpp   each device's instruction list (kernels, sends early,
 //                  receives just before their first use);
 //   Liveness.cpp   when each arena buffer is live;
+//   InPlace.cpp    which results take over a dying operand's arena slot;
 //   MemoryPlan.cpp offsets in the arena (best fit, reuse after death) and in
 //                  the persistent region, with ArenaOccupancy.cpp, the
 //                  index of the arena bytes taken over time.
@@ -86,11 +87,21 @@ inline bool overlapInTime(const LiveInterval &a, const LiveInterval &b) {
   return a.begin <= b.end && b.begin <= a.end;
 }
 
+// InPlace.cpp
+/// Per buffer id, the buffer whose arena slot it takes over (itself when it
+/// takes over none): the result of an in-place-able kernel takes the slot of
+/// an operand of the same type that dies there, and chains resolve to their
+/// first buffer.
+std::vector<uint32_t> findInPlaceReuse(const plan::DeviceProgram &program,
+                                       const std::vector<LiveInterval> &live);
+
 // MemoryPlan.cpp
 /// Assigns arena offsets (size-ordered, best fit among the gaps left by the
 /// buffers live at the same time, 64-byte aligned); sets arenaBytes and
-/// noReuseBytes.
-void planArena(plan::DeviceProgram &program, const std::vector<LiveInterval> &live);
+/// noReuseBytes. A buffer `b` with takes[b] != b gets takes[b]'s offset
+/// (`takes` from findInPlaceReuse; empty: no buffer takes over another).
+void planArena(plan::DeviceProgram &program, const std::vector<LiveInterval> &live,
+               const std::vector<uint32_t> &takes = {});
 /// Lays out the persistent buffers one after another; sets persistentBytes.
 void planPersistent(plan::DeviceProgram &program);
 

@@ -11,6 +11,10 @@
 // looked up in an interval index (ArenaOccupancy.h), so planning does not
 // compare each buffer with every placed one.
 //
+// A result that runs in place (InPlace.cpp) takes over its operand's slot: a
+// chain of such buffers is placed as one rectangle, from the first
+// definition to the last use, and every buffer of the chain gets its offset.
+//
 // Persistent region: params, state, inputs, outputs and the loss keep their
 // bytes for the whole run, laid out in buffer id order.
 //
@@ -26,14 +30,27 @@
 
 namespace mpc::codegen {
 
-void planArena(plan::DeviceProgram &program, const std::vector<LiveInterval> &live) {
+void planArena(plan::DeviceProgram &program, const std::vector<LiveInterval> &live,
+               const std::vector<uint32_t> &takes) {
   using plan::alignUp;
-  std::vector<const LiveInterval *> order;
   uint64_t noReuse = 0;
+  for (const LiveInterval &l : live) noReuse += alignUp(program.buffers[l.buffer].bytes);
+  // One rectangle per chain of buffers that take over each other's slot,
+  // named by its first buffer (the one that takes over nothing).
+  std::vector<LiveInterval> slots;
+  std::vector<size_t> slotOf(program.buffers.size(), ~size_t(0));
   for (const LiveInterval &l : live) {
-    order.push_back(&l);
-    noReuse += alignUp(program.buffers[l.buffer].bytes);
+    uint32_t root = takes.empty() ? l.buffer : takes[l.buffer];
+    if (slotOf[root] == ~size_t(0)) {
+      slotOf[root] = slots.size();
+      slots.push_back({root, l.begin, l.end});
+    }
+    LiveInterval &s = slots[slotOf[root]];
+    s.begin = std::min(s.begin, l.begin);
+    s.end = std::max(s.end, l.end);
   }
+  std::vector<const LiveInterval *> order;
+  for (const LiveInterval &l : slots) order.push_back(&l);
   auto size = [&](const LiveInterval *l) { return alignUp(program.buffers[l->buffer].bytes); };
   std::stable_sort(order.begin(), order.end(), [&](const LiveInterval *a, const LiveInterval *b) {
     if (size(a) != size(b)) return size(a) > size(b);
@@ -46,7 +63,7 @@ void planArena(plan::DeviceProgram &program, const std::vector<LiveInterval> &li
   // buffers live at the same time: the same gaps as a walk over those
   // buffers by offset, found without visiting every placed buffer.
   size_t times = 0;
-  for (const LiveInterval &l : live) times = std::max(times, l.end + 1);
+  for (const LiveInterval &l : slots) times = std::max(times, l.end + 1);
   ArenaOccupancy taken(times);
   uint64_t arenaBytes = 0;
   for (const LiveInterval *l : order) {
@@ -74,6 +91,9 @@ void planArena(plan::DeviceProgram &program, const std::vector<LiveInterval> &li
     arenaBytes = std::max(arenaBytes, b.offset + need);
     taken.add(l->begin, l->end, {b.offset, b.offset + need});
   }
+  for (const LiveInterval &l : live)
+    if (!takes.empty() && takes[l.buffer] != l.buffer)
+      program.buffers[l.buffer].offset = program.buffers[takes[l.buffer]].offset;
   program.arenaBytes = arenaBytes;
   program.noReuseBytes = noReuse;
 }

@@ -79,6 +79,13 @@ struct OpInfo {
   BatchFn batch = nullptr;
   unsigned traits = 0;
   std::vector<int> mutatedOperands; ///< operands a kOptimizer op updates in place
+  /// Operands whose buffer the result may take over when the operand dies at
+  /// this op and has exactly the result's type (codegen/InPlace.cpp). Listing
+  /// an operand promises that every backend's kernel reads element i of it
+  /// only to compute element i of the result, before writing that element, and
+  /// declares no restrict on it; the alias tests (test/unit/runtime/
+  /// KernelAliasTest.cpp, CudaKernelTest.cpp) prove it on every op case.
+  std::vector<int> inPlaceOperands;
 
   /// The most operands the op takes; kMaxVariadicArity for a variadic op.
   int maxArity() const { return variadic ? kMaxVariadicArity : int(operands.size()); }

@@ -6,6 +6,11 @@
 // and gelu_grad are the backward ops of relu and gelu; they are not
 // differentiable themselves (no second derivatives in mpc).
 //
+// Every op here may run in place (OpInfo::inPlaceOperands): the result may
+// take over the buffer of any operand that has exactly its type, since each
+// kernel reads element i of its operands only to write element i of the
+// result. A broadcast operand never qualifies (its type differs).
+//
 //===----------------------------------------------------------------------===//
 #include "ir/ops/OpHelpers.h"
 
@@ -51,6 +56,7 @@ OpInfo binary(OpKind k, const char *name, const char *doc, InferFn infer, GradFn
   r.reference = ref;
   r.traits = kElementwise | kBroadcasts;
   r.batch = rowwiseBatchRule;
+  r.inPlaceOperands = {0, 1};
   return r;
 }
 
@@ -63,6 +69,7 @@ OpInfo unary(OpKind k, const char *name, const char *doc, InferFn infer, GradFn 
   r.flops = flops;
   r.traits = kElementwise;
   r.batch = rowwiseBatchRule;
+  r.inPlaceOperands = {0};
   return r;
 }
 
@@ -76,6 +83,7 @@ OpInfo backward(OpKind k, const char *name, const char *doc, std::vector<std::st
   r.flops = flops;
   r.traits = kElementwise;
   r.batch = rowwiseBatchRule;
+  r.inPlaceOperands = {0, 1};
   return r;
 }
 

@@ -85,6 +85,9 @@ void addRandomOps(std::vector<OpInfo> &t) {
   r.flops = flopsPerElement<2>;
   r.batch = rowwiseBatchRule;
   r.traits = kElementwise;
+  // Element i of the result reads element i of x only (the mask is drawn
+  // from the element's index), so the result may take over x's buffer.
+  r.inPlaceOperands = {0};
   t.push_back(std::move(r));
 }
 

@@ -136,6 +136,9 @@ void addSoftmaxOps(std::vector<OpInfo> &t) {
       causalMaskRef(*o[0], getFloat(a, "value"), out);
     };
     r.flops = noFlops;
+    // Both backends copy the kept entries only when the result is another
+    // buffer, so the result may take over x's.
+    r.inPlaceOperands = {0};
     // The mask depends on the row index of axis -2: axis 0 must be another one.
     r.batch = [](const BatchQuery &q) {
       if (q.operands[0].rank() < 3)

@@ -3,7 +3,9 @@
 // Checks everything the runtimes rely on without re-checking: device names,
 // buffers inside their regions and sized by their shapes, instruction
 // operands naming existing buffers, arena buffers written before they are
-// read and never sharing bytes while both are live, send/recv pairs matched
+// read and never sharing bytes while both are live (save a kernel's result
+// that takes over exactly the bytes of an operand dying at that kernel, the
+// in-place reuse of codegen/InPlace.cpp), send/recv pairs matched
 // one to one by channel with consistent peers and equal types, tensor refs
 // pointing at persistent buffers of their type, initial values sized by their
 // tensors, persistent buffers that never share bytes, kernels with their
@@ -213,9 +215,26 @@ struct Verifier {
       }
     std::map<uint64_t, uint32_t> live; // offset -> buffer
     std::vector<bool> tracked(nb, false);
+    // In place: instruction i's result has exactly the bytes of one of its
+    // operands whose live range ends at i. Which kernels may run in place is
+    // the compiler's call (ir::OpInfo::inPlaceOperands); here only the bytes.
+    auto takesOver = [&](uint32_t operand, uint32_t result, size_t i) {
+      const Instr &in = d.instrs[i];
+      const Buffer &x = d.buffers[operand], &r = d.buffers[result];
+      return in.kind == InstrKind::Kernel && in.output == result && last[operand] == int64_t(i) &&
+             std::find(in.inputs.begin(), in.inputs.end(), operand) != in.inputs.end() &&
+             x.offset == r.offset && x.bytes == r.bytes;
+    };
     for (size_t i = 0; i < d.instrs.size(); ++i) {
       for (uint32_t id : starts[i]) {
         const Buffer &b = d.buffers[id];
+        auto same = live.find(b.offset);
+        if (same != live.end() && takesOver(same->second, id, i)) {
+          tracked[same->second] = false;
+          same->second = id;
+          tracked[id] = true;
+          continue;
+        }
         const Buffer *clash = nullptr;
         auto next = live.lower_bound(b.offset);
         if (next != live.end() && next->first < b.offset + b.bytes) clash = &d.buffers[next->second];

@@ -24,6 +24,7 @@ namespace {
 struct CompileArgs {
   std::string model, output, emit = "plan";
   uint64_t seed = 0;
+  bool noInPlace = false;
   CommonOptions common;
 };
 } // namespace
@@ -40,6 +41,9 @@ void addCompileCommand(CLI::App &app) {
       ->check(CLI::IsMember({"plan", "ir", "json"}));
   cmd->add_option("--seed", args->seed, "Seed for the initial parameter values (default 0)")
       ->check(unsignedInteger());
+  cmd->add_flag("--no-inplace", args->noInPlace,
+                "Give every arena buffer bytes of its own: no elementwise result takes over "
+                "its dying operand's slot");
   args->common.addTo(*cmd);
   cmd->callback([args] {
     auto graph = runPipeline(args->model, args->common, "", /*useDefaultTrainingPipeline=*/true);
@@ -51,7 +55,8 @@ void addCompileCommand(CLI::App &app) {
       writeFileAtomic(args->output, ir::writeModelJson(*graph));
       return;
     }
-    plan::Plan p = codegen::lowerToPlan(*graph, codegen::LowerOptions{args->seed});
+    plan::Plan p =
+        codegen::lowerToPlan(*graph, codegen::LowerOptions{args->seed, !args->noInPlace});
     if (args->common.stats) {
       codegen::printPlanStats(p, std::cerr);
       codegen::printPipelineStats(*graph, p, std::cerr);

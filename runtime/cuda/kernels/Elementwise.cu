@@ -100,10 +100,15 @@ struct SigmoidGradF { // a = y, b = dy
 };
 
 // ---- device loops ------------------------------------------------------------
+//
+// No __restrict__ on the operands or the result: the compiler may let a
+// result take over a dying operand's buffer (ir::OpInfo::inPlaceOperands),
+// so y may equal x, a or b. Each thread reads element i and then writes
+// element i, which is safe when they alias; restrict would make it
+// undefined (and allow loads through the non-coherent read-only cache).
 
 template <class F>
-__global__ void unaryKernel(const float *__restrict__ x, float *__restrict__ y, int64_t n,
-                            float alpha) {
+__global__ void unaryKernel(const float *x, float *y, int64_t n, float alpha) {
   F f;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
@@ -111,8 +116,7 @@ __global__ void unaryKernel(const float *__restrict__ x, float *__restrict__ y, 
 }
 
 template <class F>
-__global__ void binaryFlatKernel(const float *__restrict__ a, const float *__restrict__ b,
-                                 float *__restrict__ y, int64_t n) {
+__global__ void binaryFlatKernel(const float *a, const float *b, float *y, int64_t n) {
   F f;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
@@ -120,8 +124,7 @@ __global__ void binaryFlatKernel(const float *__restrict__ a, const float *__res
 }
 
 template <class F>
-__global__ void binaryStridedKernel(const float *__restrict__ a, const float *__restrict__ b,
-                                    float *__restrict__ y, StridedDesc d) {
+__global__ void binaryStridedKernel(const float *a, const float *b, float *y, StridedDesc d) {
   F f;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < d.count;
        i += int64_t(gridDim.x) * blockDim.x) {

@@ -18,9 +18,10 @@ using namespace detail;
 
 namespace {
 
-__global__ void dropoutKernel(const float *__restrict__ x, float *__restrict__ y, int64_t n,
-                              philox::Key key, uint64_t step, uint64_t offset,
-                              uint32_t threshold, float scale) {
+// No __restrict__: y may be x's buffer (dropout may run in place,
+// ir/ops/Random.cpp); each thread reads x[i] before it writes y[i].
+__global__ void dropoutKernel(const float *x, float *y, int64_t n, philox::Key key,
+                              uint64_t step, uint64_t offset, uint32_t threshold, float scale) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     y[i] = philox::dropoutKeep(key, step, offset + uint64_t(i), threshold) ? x[i] * scale : 0.f;

@@ -608,7 +608,8 @@ TEST(PlanVerifier, DetectsDeadlock) {
 TEST(PlanVerifier, DetectsLiveArenaOverlapAndUseBeforeDefinition) {
   plan::Plan p = twoDevicePlan();
   p.devices[0].buffers[1].offset = 0;
-  p.devices[0].instrs = {kernel({}, 0), kernel({0}, 1)};
+  // 'a' is still read after 'b' is written.
+  p.devices[0].instrs = {kernel({}, 0), kernel({0}, 1), kernel({0}, 1)};
   auto problems = problemsOf(p);
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_EQ(problems[0], "/devices/0/buffers/1: arena buffers 0 ('a') and 1 ('b') share bytes "
@@ -616,6 +617,14 @@ TEST(PlanVerifier, DetectsLiveArenaOverlapAndUseBeforeDefinition) {
   // Once 'a' is dead, 'b' may take its bytes.
   p.devices[0].instrs = {kernel({}, 0), kernel({}, 1)};
   EXPECT_TRUE(problemsOf(p).empty());
+  // In place: 'b' = relu('a') takes over exactly the bytes of 'a', which dies there.
+  p.devices[0].instrs = {kernel({}, 0), kernel({0}, 1)};
+  EXPECT_TRUE(problemsOf(p).empty());
+  // Not when the kernel's result is another buffer than the one that shares them.
+  p.devices[0].instrs = {kernel({}, 0), kernel({}, 1), kernel({0}, 0)};
+  problems = problemsOf(p);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("share bytes while both are live"), std::string::npos);
   p.devices[0].buffers[1].offset = 64;
   p.devices[0].instrs = {kernel({1}, 0)};
   problems = problemsOf(p);

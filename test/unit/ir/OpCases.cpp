@@ -479,6 +479,19 @@ TensorType resultType(const OpCase &c) {
   return info.infer(c.operands, fullAttrs(c));
 }
 
+std::string AliasCase::name() const { return c->name() + "_in" + std::to_string(operand); }
+
+std::vector<AliasCase> aliasCases(const std::vector<const OpCase *> &cases) {
+  std::vector<AliasCase> out;
+  for (const OpCase *c : cases) {
+    TensorType result = resultType(*c);
+    for (int k : opInfo(c->kind).inPlaceOperands)
+      if (size_t(k) < c->operands.size() && c->operands[size_t(k)] == result)
+        out.push_back({c, k});
+  }
+  return out;
+}
+
 RefTensor runReference(const OpCase &c, std::vector<RefTensor> &inputs) {
   RefTensor out(resultType(c).shape);
   std::vector<RefTensor *> ptrs;

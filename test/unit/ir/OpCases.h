@@ -66,6 +66,19 @@ TensorType resultType(const OpCase &c);
 /// place) and returns the result.
 RefTensor runReference(const OpCase &c, std::vector<RefTensor> &inputs);
 
+/// A case run in place: the result written into operand `operand`'s buffer.
+struct AliasCase {
+  const OpCase *c = nullptr;
+  int operand = 0;
+  /// "tanh_basic_in0": the case's name and the aliased operand.
+  std::string name() const;
+};
+
+/// The in-place runs of `cases`: for each case of an op with inPlaceOperands,
+/// one per listed operand that has exactly the result's type (the only
+/// operands the compiler lets the result take over).
+std::vector<AliasCase> aliasCases(const std::vector<const OpCase *> &cases);
+
 /// min(|got - want|, |got - want| / |want|): Glow's error measure.
 double errorOf(double got, double want);
 

@@ -11,7 +11,8 @@
 //     the same parameters (1e-6);
 //   * 100 random models over the op set (randomModelJson) match the
 //     interpreter too;
-//   * two runs are bit-identical;
+//   * two runs are bit-identical, and so are runs with and without in-place
+//     reuse of dying operands' arena bytes;
 //   * the seed example converges to y = 2 x0 - 3.4 x1 + 4.2, read off the
 //     trained parameters as the product of the three affine layers.
 //
@@ -250,12 +251,13 @@ struct Compiled {
   plan::Plan plan;                  ///< after a round trip through plan.bin bytes
 };
 
-Compiled compile(const std::string &json, std::map<std::string, std::string> groupMap = {}) {
+Compiled compile(const std::string &json, std::map<std::string, std::string> groupMap = {},
+                 bool inPlace = true) {
   Compiled c;
   passes::PassOptions options;
   options.groupMap = std::move(groupMap);
   c.graph = compiler::compileGraph(json, std::move(options));
-  plan::Plan p = codegen::lowerToPlan(*c.graph, codegen::LowerOptions{0});
+  plan::Plan p = codegen::lowerToPlan(*c.graph, codegen::LowerOptions{0, inPlace});
   std::vector<uint8_t> bytes = plan::serializePlan(p);
   c.plan = plan::deserializePlan(bytes.data(), bytes.size(), "test.plan");
   return c;
@@ -590,6 +592,43 @@ TEST(EndToEnd, TwoRunsAreBitIdentical) {
   auto a = train(c.plan, 30, &l1), b = train(c.plan, 30, &l2);
   EXPECT_EQ(l1, l2);
   EXPECT_EQ(a, b);
+}
+
+/// Kernels whose result took over an operand's arena bytes (codegen/InPlace.cpp).
+size_t inPlaceKernels(const plan::Plan &p) {
+  size_t n = 0;
+  for (const plan::DeviceProgram &d : p.devices)
+    for (const plan::Instr &in : d.instrs) {
+      if (in.kind != plan::InstrKind::Kernel) continue;
+      const plan::Buffer &r = d.buffers[in.output];
+      for (uint32_t x : in.inputs)
+        if (x != in.output && d.buffers[x].region == plan::Region::Arena &&
+            r.region == plan::Region::Arena && d.buffers[x].offset == r.offset) {
+          ++n;
+          break;
+        }
+    }
+  return n;
+}
+
+/// In-place reuse changes where results live, never what they are: the
+/// same models trained with and without it give bit-identical losses and
+/// parameters (activations, their backward ops, dropout and causal_mask).
+TEST(EndToEnd, InPlaceReuseTrainsBitForBitAsWithout) {
+  for (const char *json : {kMlpJson, kManyOpsJson, kTransformerJson, kCnnJson}) {
+    Compiled on = compile(json), off = compile(json, {}, /*inPlace=*/false);
+    SCOPED_TRACE(on.plan.model);
+    EXPECT_GT(inPlaceKernels(on.plan), 0u);
+    EXPECT_EQ(inPlaceKernels(off.plan), 0u);
+    uint64_t arenaOn = 0, arenaOff = 0;
+    for (const plan::DeviceProgram &d : on.plan.devices) arenaOn += d.arenaBytes;
+    for (const plan::DeviceProgram &d : off.plan.devices) arenaOff += d.arenaBytes;
+    EXPECT_LE(arenaOn, arenaOff);
+    std::vector<float> lossOn, lossOff;
+    auto a = train(on.plan, 10, &lossOn), b = train(off.plan, 10, &lossOff);
+    EXPECT_EQ(lossOn, lossOff);
+    EXPECT_EQ(a, b);
+  }
 }
 
 TEST(EndToEnd, SeedExampleConverges) {

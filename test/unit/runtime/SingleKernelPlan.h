@@ -3,7 +3,8 @@
 // The smallest plan that runs one kernel instruction on one device: the
 // operands are buffers 0..n-1 and plan inputs in0..in(n-1), the result is
 // buffer n and plan output `out`, all in the persistent region. The CPU and
-// CUDA kernel tests check kernels through the real backends with it.
+// CUDA kernel tests check kernels through the real backends with it;
+// inPlaceVariant is the same plan with the result aliasing an operand.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -57,6 +58,16 @@ inline plan::Plan singleKernelPlan(const std::string &op, const plan::AttrMap &a
   d.instrs.push_back(in);
   d.persistentBytes = offset;
   p.devices.push_back(std::move(d));
+  return p;
+}
+
+/// `p` (a singleKernelPlan) run in place: the kernel writes its result into
+/// operand `operand`'s buffer, and the output `out` names that buffer, as
+/// when the compiler lets a result take over a dying operand's bytes.
+inline plan::Plan inPlaceVariant(plan::Plan p, size_t operand) {
+  plan::Instr &in = p.devices[0].instrs[0];
+  in.output = in.inputs.at(operand);
+  p.outputs[0].buffer = in.output;
   return p;
 }
 

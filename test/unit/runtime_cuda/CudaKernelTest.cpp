@@ -7,6 +7,11 @@
 // on the same inputs: the result and, for optimizer ops, every operand they
 // update in place. Skips (saying so) when no GPU is visible.
 //
+// Alias safety: every case of an op that may run in place
+// (ir::OpInfo::inPlaceOperands) runs again with the result written into the
+// aliased operand's buffer and must equal the out-of-place GPU result bit
+// for bit (codegen/InPlace.cpp relies on it).
+//
 //===----------------------------------------------------------------------===//
 #include "test/unit/runtime_cuda/CudaTestUtil.h"
 
@@ -262,6 +267,49 @@ TEST_P(CudaKernelCase, HarnessOnCpuBackendMatchesReference) {
 INSTANTIATE_TEST_SUITE_P(AllOps, CudaKernelCase, ::testing::ValuesIn(allCases()),
                          [](const ::testing::TestParamInfo<const OpCase *> &info) {
                            return info.param->name();
+                         });
+
+/// Equal as float32 bit patterns (NaNs of the same payload, signed zeros).
+void expectSameBits(const std::vector<double> &got, const std::vector<double> &want,
+                    const std::string &what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  int reported = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    float g = float(got[i]), w = float(want[i]);
+    if (std::memcmp(&g, &w, 4) != 0 && reported++ < 5)
+      ADD_FAILURE() << what << " element " << i << ": in place " << g << ", out of place " << w;
+  }
+}
+
+class CudaKernelAlias : public ::testing::TestWithParam<AliasCase> {};
+
+TEST_P(CudaKernelAlias, InPlaceMatchesOutOfPlaceBitForBit) {
+  MPC_REQUIRE_GPU();
+  const OpCase &c = *GetParam().c;
+  size_t k = size_t(GetParam().operand);
+  PreparedCase pc = prepare(c);
+  plan::Plan in = test::inPlaceVariant(pc.plan, k);
+  CudaRun outRun = prepareCudaRun(pc.plan, {});
+  auto want = runOnce(pc.plan, outRun.factory, std::move(outRun.transport), pc.inputs);
+  CudaRun inRun = prepareCudaRun(in, {});
+  auto got = runOnce(in, inRun.factory, std::move(inRun.transport), pc.inputs);
+  expectSameBits(got[0], want[0], GetParam().name());
+}
+
+// Runs everywhere: the in-place plans through the executor on the CPU
+// backend, so a GPU failure above is the kernel's, not the harness's.
+TEST_P(CudaKernelAlias, InPlaceHarnessOnCpuBackend) {
+  const OpCase &c = *GetParam().c;
+  PreparedCase pc = prepare(c);
+  plan::Plan in = test::inPlaceVariant(pc.plan, size_t(GetParam().operand));
+  auto want = runOnce(pc.plan, cpuBackendFactory(), nullptr, pc.inputs);
+  auto got = runOnce(in, cpuBackendFactory(), nullptr, pc.inputs);
+  expectSameBits(got[0], want[0], GetParam().name());
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, CudaKernelAlias, ::testing::ValuesIn(aliasCases(allCases())),
+                         [](const ::testing::TestParamInfo<AliasCase> &info) {
+                           return info.param.name();
                          });
 
 TEST(CudaKernelCoverage, EveryOpHasACudaKernel) {
