@@ -267,7 +267,7 @@ TEST(MemoryPlan, RandomGraphsNeverOverlapLiveValues) {
   EXPECT_LT(arena, noReuse);
 }
 
-TEST(MemoryPlan, ChainReusesTwoSlots) {
+TEST(MemoryPlan, ChainRunsInPlaceInOneSlotOrReusesTwoWithout) {
   ir::Graph g;
   g.name = "chain";
   ir::Builder b(g);
@@ -276,13 +276,87 @@ TEST(MemoryPlan, ChainReusesTwoSlots) {
   for (int i = 0; i < 10; ++i) v = b.create(ir::OpKind::Relu, {v}, {}, "r" + std::to_string(i));
   g.outputs = {v->name};
   g.stages = ir::kShaped | ir::kPlaced | ir::kCopiesExplicit;
+  // 10 arena values of 1 KiB (the last is the output): each relu writes over
+  // the value it reads, which dies there.
   plan::Plan p = codegen::lowerToPlan(g, {0});
   ASSERT_EQ(p.devices.size(), 1u);
-  // 10 arena values of 1 KiB, at most two live at once.
   EXPECT_EQ(p.devices[0].noReuseBytes, 10u * 1024);
-  EXPECT_EQ(p.devices[0].arenaBytes, 2u * 1024);
+  EXPECT_EQ(p.devices[0].arenaBytes, 1u * 1024);
   EXPECT_EQ(p.devices[0].persistentBytes, 1024u);
+  EXPECT_TRUE(plan::verifyPlan(p).empty());
   test::expectNoLiveOverlap(p);
+  // Without in-place reuse, at most two are live at once.
+  plan::Plan off = codegen::lowerToPlan(g, {0, /*inPlace=*/false});
+  EXPECT_EQ(off.devices[0].noReuseBytes, 10u * 1024);
+  EXPECT_EQ(off.devices[0].arenaBytes, 2u * 1024);
+  test::expectNoLiveOverlap(off);
+}
+
+/// The arena offset of the buffer named `name` on device 0.
+uint64_t offsetOf(const plan::Plan &p, const std::string &name) {
+  for (const plan::Buffer &b : p.devices[0].buffers)
+    if (b.name == name) {
+      EXPECT_EQ(b.region, plan::Region::Arena) << name;
+      return b.offset;
+    }
+  ADD_FAILURE() << "no buffer " << name;
+  return ~uint64_t(0);
+}
+
+TEST(MemoryPlan, InPlaceOnlyOverADyingOperandOfTheResultType) {
+  ir::Graph g;
+  g.name = "pairs";
+  ir::Builder b(g);
+  b.device = "cpu:0";
+  auto fill = [&](ir::Shape s, const char *name) {
+    return b.create(ir::OpKind::Fill, {}, {{"value", 1.0}, {"shape", s}}, name);
+  };
+  ir::Node *x = fill({16, 16}, "x"), *s = fill({16}, "s");
+  // y = x + s: x is read again below and s is broadcast, so y takes neither.
+  ir::Node *y = b.create(ir::OpKind::Add, {x, s}, {}, "y");
+  // z = y * x: both die here, both have z's type; z takes the first.
+  ir::Node *z = b.create(ir::OpKind::Mul, {y, x}, {}, "z");
+  // w = softmax(z): softmax does not run in place.
+  ir::Node *w = b.create(ir::OpKind::Softmax, {z}, {}, "w");
+  // t = neg(w) with w also an output: persistent bytes are never taken.
+  ir::Node *t = b.create(ir::OpKind::Neg, {w}, {}, "t");
+  g.outputs = {w->name, t->name};
+  g.stages = ir::kShaped | ir::kPlaced | ir::kCopiesExplicit;
+  plan::Plan p = codegen::lowerToPlan(g, {0});
+  EXPECT_TRUE(plan::verifyPlan(p).empty());
+  test::expectNoLiveOverlap(p);
+  EXPECT_NE(offsetOf(p, "y"), offsetOf(p, "x"));
+  EXPECT_NE(offsetOf(p, "y"), offsetOf(p, "s"));
+  EXPECT_EQ(offsetOf(p, "z"), offsetOf(p, "y"));
+  for (const plan::Buffer &buf : p.devices[0].buffers) {
+    if (buf.name == "w" || buf.name == "t") EXPECT_EQ(buf.region, plan::Region::Persistent);
+  }
+}
+
+/// A value sent to another device is never written over in place, even
+/// after the send (a margin for transports that read a buffer late).
+TEST(MemoryPlan, InPlaceNeverOverASentValue) {
+  ir::Graph g;
+  g.name = "sent";
+  ir::Builder b(g);
+  b.device = "cpu:0";
+  ir::Node *x = b.create(ir::OpKind::Fill, {}, {{"value", 1.0}, {"shape", ir::Shape{16, 16}}}, "x");
+  ir::Node *a = b.create(ir::OpKind::Relu, {x}, {}, "a");
+  b.device = "cpu:1";
+  ir::Node *c = b.create(ir::OpKind::Copy, {a}, {}, "a.to.cpu1");
+  ir::Node *d = b.create(ir::OpKind::Tanh, {c}, {}, "d");
+  b.device = "cpu:0";
+  ir::Node *e = b.create(ir::OpKind::Neg, {a}, {}, "e");
+  ir::Node *f = b.create(ir::OpKind::Exp, {e}, {}, "f");
+  g.outputs = {d->name, f->name};
+  g.stages = ir::kShaped | ir::kPlaced | ir::kCopiesExplicit;
+  plan::Plan p = codegen::lowerToPlan(g, {0});
+  EXPECT_TRUE(plan::verifyPlan(p).empty());
+  test::expectNoLiveOverlap(p);
+  // relu takes x's bytes; neg does not take a's, which a send reads, though
+  // a dies at neg.
+  EXPECT_EQ(offsetOf(p, "a"), offsetOf(p, "x"));
+  EXPECT_NE(offsetOf(p, "e"), offsetOf(p, "a"));
 }
 
 TEST(PlanStats, PrintsPerDeviceMemory) {
