@@ -12,11 +12,12 @@
 //      and bytes (so a broadcast operand never qualifies);
 //   3. x's live range ends at i (i is its last use) and r's begins at i;
 //   4. no send reads x. Every transport copies a send's bytes out at issue
-//      today (docs/plan-format.md), so this is a margin, not a need: a
-//      transport that read the buffer later would break in-place writes
-//      first, since they rewrite the bytes at once. A received x is fine:
-//      a receive completes (or is ordered on the device's stream) before
-//      the next instruction, as the liveness of every arena buffer assumes.
+//      (docs/plan-format.md), so this is a margin rather than a need: an
+//      in-place write rewrites x's bytes at once, where ordinary reuse
+//      rewrites them only when another buffer is placed there. A received
+//      x is fine: a receive completes (or is ordered on the device's
+//      stream) before the next instruction, as the liveness of every arena
+//      buffer assumes.
 // Pairs chain (x -> tanh -> relu reuse one slot); the memory planner places
 // each chain as one rectangle from the first definition to the last use.
 // One pass over the instructions, linear in their operands.

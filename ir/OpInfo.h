@@ -83,8 +83,9 @@ struct OpInfo {
   /// this op and has exactly the result's type (codegen/InPlace.cpp). Listing
   /// an operand promises that every backend's kernel reads element i of it
   /// only to compute element i of the result, before writing that element, and
-  /// declares no restrict on it; the alias tests (test/unit/runtime/
-  /// KernelAliasTest.cpp, CudaKernelTest.cpp) prove it on every op case.
+  /// declares no restrict on it; the alias tests (CpuKernelAlias in
+  /// test/unit/runtime/KernelTest.cpp, CudaKernelAlias in
+  /// test/unit/runtime_cuda/CudaKernelTest.cpp) prove it on every op case.
   std::vector<int> inPlaceOperands;
 
   /// The most operands the op takes; kMaxVariadicArity for a variadic op.
