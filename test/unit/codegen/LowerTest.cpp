@@ -328,9 +328,10 @@ TEST(MemoryPlan, InPlaceOnlyOverADyingOperandOfTheResultType) {
   EXPECT_NE(offsetOf(p, "y"), offsetOf(p, "x"));
   EXPECT_NE(offsetOf(p, "y"), offsetOf(p, "s"));
   EXPECT_EQ(offsetOf(p, "z"), offsetOf(p, "y"));
-  for (const plan::Buffer &buf : p.devices[0].buffers) {
-    if (buf.name == "w" || buf.name == "t") EXPECT_EQ(buf.region, plan::Region::Persistent);
-  }
+  for (const plan::Buffer &buf : p.devices[0].buffers)
+    if (buf.name == "w" || buf.name == "t") {
+      EXPECT_EQ(buf.region, plan::Region::Persistent) << buf.name;
+    }
 }
 
 /// A value sent to another device is never written over in place, even
