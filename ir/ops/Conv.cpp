@@ -34,25 +34,19 @@ struct ConvGeom {
   Shape yShape() const { return {n, o, oh, ow}; }
 };
 
-/// Attribute values beyond this are surely mistakes, and bounding them keeps
-/// every size computation far from int64 overflow.
-constexpr int64_t kMaxConvAttr = int64_t(1) << 20;
-
-/// A two-value attribute (height, width), each checked against [lo, kMaxConvAttr].
+/// A two-value attribute (height, width) of the map, checked by heightWidth.
 std::pair<int64_t, int64_t> hwAttr(const char *op, const AttrMap &a, const char *name, int64_t lo,
                                    const char *what) {
-  const std::vector<int64_t> &v = getInts(a, name);
-  if (v.size() != 2)
-    throw RuleError(std::string(op) + " " + name + " must have 2 values (height, width), got " +
-                    shapeStr(v));
-  for (int64_t e : v) {
-    if (e < lo)
-      throw RuleError(std::string(op) + " " + name + " " + shapeStr(v) + " must be " + what);
-    if (e > kMaxConvAttr)
-      throw RuleError(std::string(op) + " " + name + " " + shapeStr(v) + " exceeds " +
-                      std::to_string(kMaxConvAttr));
-  }
-  return {v[0], v[1]};
+  return heightWidth(op, getInts(a, name), name, lo, what);
+}
+
+/// The `groups` attribute, in [1, kMaxWindowAttr].
+int64_t groupsAttr(const char *op, const AttrMap &a) {
+  int64_t groups = getInt(a, "groups");
+  if (groups < 1 || groups > kMaxWindowAttr)
+    throw RuleError(std::string(op) + " groups must be in [1, " + std::to_string(kMaxWindowAttr) +
+                    "], got " + std::to_string(groups));
+  return groups;
 }
 
 /// Reads stride, padding, dilation and groups into `g`.
@@ -60,10 +54,7 @@ void readConvAttrs(const char *op, const AttrMap &a, ConvGeom &g) {
   std::tie(g.sh, g.sw) = hwAttr(op, a, "stride", 1, "positive");
   std::tie(g.ph, g.pw) = hwAttr(op, a, "padding", 0, "non-negative");
   std::tie(g.dh, g.dw) = hwAttr(op, a, "dilation", 1, "positive");
-  g.groups = getInt(a, "groups");
-  if (g.groups < 1 || g.groups > kMaxConvAttr)
-    throw RuleError(std::string(op) + " groups must be in [1, " + std::to_string(kMaxConvAttr) +
-                    "], got " + std::to_string(g.groups));
+  g.groups = groupsAttr(op, a);
 }
 
 void requireRank4(const TensorType &t, const char *op, const char *operand, const char *layout) {
@@ -125,10 +116,7 @@ ConvGeom gradInputGeom(TypeOps o, const AttrMap &a) {
   requireRank4(o[0], op, "dy", "N,O,OH,OW");
   requireRank4(o[1], op, "w", "O,C/groups,KH,KW");
   auto [h, w] = hwAttr(op, a, "input_size", 1, "positive");
-  int64_t groups = getInt(a, "groups");
-  if (groups < 1 || groups > kMaxConvAttr)
-    throw RuleError(std::string(op) + " groups must be in [1, " + std::to_string(kMaxConvAttr) +
-                    "], got " + std::to_string(groups));
+  int64_t groups = groupsAttr(op, a);
   TensorType x{DType::F32, {o[0].shape[0], o[1].shape[1] * groups, h, w}};
   ConvGeom g = forwardGeom(op, x, o[1], a);
   requireDy(op, o[0], g);
@@ -141,10 +129,7 @@ ConvGeom gradWeightGeom(TypeOps o, const AttrMap &a) {
   requireRank4(o[0], op, "x", "N,C,H,W");
   requireRank4(o[1], op, "dy", "N,O,OH,OW");
   auto [kh, kw] = hwAttr(op, a, "kernel_size", 1, "positive");
-  int64_t groups = getInt(a, "groups");
-  if (groups < 1 || groups > kMaxConvAttr)
-    throw RuleError(std::string(op) + " groups must be in [1, " + std::to_string(kMaxConvAttr) +
-                    "], got " + std::to_string(groups));
+  int64_t groups = groupsAttr(op, a);
   if (o[0].shape[1] % groups != 0)
     throw RuleError(std::string(op) + " input channels C = " + std::to_string(o[0].shape[1]) +
                     " are not divisible by groups = " + std::to_string(groups) + ": x " +

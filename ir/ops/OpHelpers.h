@@ -13,6 +13,7 @@
 #include "support/Error.h"
 
 #include <cmath>
+#include <utility>
 #include <span>
 #include <string>
 #include <vector>
@@ -116,6 +117,29 @@ inline bool geluUsesTanh(const AttrMap &attrs, const char *op) {
   if (mode == "tanh") return true;
   throw RuleError(std::string(op) + " approximate must be \"none\" or \"tanh\", got \"" +
                   mode + "\"");
+}
+
+/// Window attributes (kernel, stride, padding, dilation, sizes) beyond this
+/// are surely mistakes; bounding them keeps size arithmetic far from int64
+/// overflow (conv2d and the pools).
+constexpr int64_t kMaxWindowAttr = int64_t(1) << 20;
+
+/// A two-value (height, width) attribute `v` named `name`, each value in
+/// [lo, kMaxWindowAttr]; `what` words the lower bound for the message
+/// ("positive").
+inline std::pair<int64_t, int64_t> heightWidth(const char *op, const std::vector<int64_t> &v,
+                                               const char *name, int64_t lo, const char *what) {
+  if (v.size() != 2)
+    throw RuleError(std::string(op) + " " + name + " must have 2 values (height, width), got " +
+                    shapeStr(v));
+  for (int64_t e : v) {
+    if (e < lo)
+      throw RuleError(std::string(op) + " " + name + " " + shapeStr(v) + " must be " + what);
+    if (e > kMaxWindowAttr)
+      throw RuleError(std::string(op) + " " + name + " " + shapeStr(v) + " exceeds " +
+                      std::to_string(kMaxWindowAttr));
+  }
+  return {v[0], v[1]};
 }
 
 /// Elements of a type, as a double (for flop counts).

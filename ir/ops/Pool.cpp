@@ -33,24 +33,6 @@ struct PoolGeom {
   Shape yShape() const { return {n, c, oh, ow}; }
 };
 
-/// Attribute values beyond this are surely mistakes; bounding them keeps size
-/// arithmetic far from int64 overflow.
-constexpr int64_t kMaxPoolAttr = int64_t(1) << 20;
-
-std::pair<int64_t, int64_t> hwAttr(const char *op, const std::vector<int64_t> &v, const char *name,
-                                   int64_t lo, const char *what) {
-  if (v.size() != 2)
-    throw RuleError(std::string(op) + " " + name + " must have 2 values (height, width), got " +
-                    shapeStr(v));
-  for (int64_t e : v) {
-    if (e < lo)
-      throw RuleError(std::string(op) + " " + name + " " + shapeStr(v) + " must be " + what);
-    if (e > kMaxPoolAttr)
-      throw RuleError(std::string(op) + " " + name + " " + shapeStr(v) + " exceeds " +
-                      std::to_string(kMaxPoolAttr));
-  }
-  return {v[0], v[1]};
-}
 
 /// PyTorch's pooling_output_shape (dilation 1): floor or ceil of
 /// (in + 2p - k) / s, plus one; with ceil_mode a last window that would
@@ -72,14 +54,14 @@ PoolGeom poolGeom(const char *op, const TensorType &x, const AttrMap &a) {
   PoolGeom g;
   g.n = x.shape[0], g.c = x.shape[1], g.h = x.shape[2], g.w = x.shape[3];
   const std::vector<int64_t> &kernel = getInts(a, "kernel");
-  std::tie(g.kh, g.kw) = hwAttr(op, kernel, "kernel", 1, "positive");
+  std::tie(g.kh, g.kw) = heightWidth(op, kernel, "kernel", 1, "positive");
   const std::vector<int64_t> &stride = getInts(a, "stride");
   if (stride.empty())
     std::tie(g.sh, g.sw) = std::pair{g.kh, g.kw};
   else
-    std::tie(g.sh, g.sw) = hwAttr(op, stride, "stride", 1, "positive ([] = kernel)");
+    std::tie(g.sh, g.sw) = heightWidth(op, stride, "stride", 1, "positive ([] = kernel)");
   const std::vector<int64_t> &padding = getInts(a, "padding");
-  std::tie(g.ph, g.pw) = hwAttr(op, padding, "padding", 0, "non-negative");
+  std::tie(g.ph, g.pw) = heightWidth(op, padding, "padding", 0, "non-negative");
   // As PyTorch: a wider padding would allow windows that see padding only.
   if (2 * g.ph > g.kh || 2 * g.pw > g.kw)
     throw RuleError(std::string(op) + " padding " + shapeStr(padding) +
@@ -111,7 +93,7 @@ PoolGeom avgGradGeom(const TensorType &dy, const AttrMap &a) {
   if (dy.rank() != 4)
     throw RuleError(std::string(op) + " operand 'dy' must be f32 of rank 4 (N,C,OH,OW), got " +
                     dy.str());
-  auto [h, w] = hwAttr(op, getInts(a, "input_size"), "input_size", 1, "positive");
+  auto [h, w] = heightWidth(op, getInts(a, "input_size"), "input_size", 1, "positive");
   PoolGeom g = poolGeom(op, TensorType{DType::F32, {dy.shape[0], dy.shape[1], h, w}}, a);
   requireDy(op, dy, g);
   return g;
