@@ -60,10 +60,6 @@ inline constexpr const char *kPluginFileName = "libmpc-cuda.so";
 /// cannot be found, or the module comes from another build.
 const PluginApi &loadCudaPlugin();
 
-/// True when the CUDA module is already loaded in this process (for tests
-/// that check a CPU run never loads it).
-bool cudaPluginLoaded();
-
 } // namespace mpc::runtime::cuda
 
 extern "C" {

@@ -32,8 +32,6 @@ std::string pluginPath() {
   return folder.empty() ? kPluginFileName : folder + "/" + kPluginFileName;
 }
 
-const PluginApi *loaded = nullptr;
-
 const PluginApi *load() {
   std::string path = pluginPath();
   // RTLD_LOCAL: the module's copy of the runtime libraries stays its own.
@@ -63,13 +61,12 @@ const PluginApi *load() {
 
 const PluginApi &loadCudaPlugin() {
   static std::mutex mutex;
+  static const PluginApi *loaded = nullptr;
   std::lock_guard lock(mutex);
   // A failed load throws and is retried on the next call (with the same
   // outcome); a module once loaded stays loaded for the process.
   if (!loaded) loaded = load();
   return *loaded;
 }
-
-bool cudaPluginLoaded() { return loaded != nullptr; }
 
 } // namespace mpc::runtime::cuda
