@@ -131,7 +131,7 @@ double trainerStep(runtime::dist::ProcessGroup &group, const std::string &planFi
   opt.steps = steps;
   opt.logEvery = steps;
   std::ostringstream out, err;
-  runtime::train::Trainer trainer(opt, group, runtime::train::makeCpuExecutor, out, err);
+  runtime::train::Trainer trainer(opt, group, runtime::train::cpuExecutorMaker(), out, err);
   trainer.prepare();
   group.allGather("");
   auto start = Clock::now();

@@ -26,6 +26,8 @@
 
 namespace mpc::runtime {
 
+class WakeWord;
+
 /// Thrown by a Transport when it was closed while a device waited on it (or
 /// sent to it): another device failed, the step is being abandoned. Never
 /// reaches the user; the executor reports the error that caused the close.
@@ -56,6 +58,19 @@ public:
   /// left this process's send buffers (a cross-process transport completes
   /// its outstanding sends here; in-process transports have nothing to do).
   virtual void finishStep() {}
+
+  /// Polling, for devices that share a thread (Executor): a transport that
+  /// can poll says so here, and then implements tryRecv and watch. Others
+  /// keep the defaults, and the executor gives each of their devices a
+  /// thread of its own, as a blocking recv needs.
+  virtual bool canPoll() const { return false; }
+  /// Like recv when a message is waiting on `channel` (returns true); returns
+  /// false at once when none is. Throws TransportClosed once closed.
+  virtual bool tryRecv(uint32_t channel, void *dst, size_t bytes);
+  /// From now on, every send on `channel` and close() bump `wake`, so that
+  /// a thread whose devices all wait for messages can sleep on that one
+  /// word (it outlives the transport's use). Called before the first step.
+  virtual void watch(uint32_t channel, WakeWord &wake);
 };
 
 /// Per-step counters a backend may fill (benchmarks, `mpc run --stats`).
@@ -92,6 +107,16 @@ public:
   /// which dropout masks depend on. Throws UserError for bad data (e.g. a
   /// label out of range), TransportClosed when another device failed first.
   virtual void runStep(Transport &transport, int64_t step) = 0;
+
+  /// Devices that can pause at a receive share threads when a host has
+  /// fewer cores than devices (Executor). Such a backend returns true here
+  /// and implements runUntilBlocked.
+  virtual bool canPause() const { return false; }
+  /// runStep in pieces: runs from instruction `pc` on until the list ends
+  /// (returns true) or a Recv finds no message (transport.tryRecv; returns
+  /// false with `pc` at that Recv, to be called again later). The first
+  /// call of a step has pc 0. Requires canPause() and transport.canPoll().
+  virtual bool runUntilBlocked(Transport &transport, int64_t step, size_t &pc);
 
   /// Counters accumulated since load.
   virtual DeviceStats stats() const { return {}; }

@@ -1,60 +1,50 @@
 //===- runtime/Executor.cpp - runs a plan step by step ------------------===//
 //
-// Workers are started once and each waits on its own WakeWord: step() bumps
-// every worker's word, runs the first hosted device on the calling thread,
-// then waits for the last worker to bump `done_`. A failing device closes
-// the transport before reporting, so peers blocked in a recv for data that
-// will never come wake up with TransportClosed, and step() can never hang.
+// Worker threads are started once and each waits on its own WakeWord:
+// step() bumps every worker's word, runs the first group on the calling
+// thread, then waits for the last worker to bump `done_`. A failing device
+// closes the transport before reporting, so peers blocked in a recv for data
+// that will never come wake up with TransportClosed, and step() can never
+// hang.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Executor.h"
 
 #include "runtime/Channel.h"
+#include "runtime/plan/TransferWalk.h"
 #include "support/Error.h"
 
-#include <unordered_map>
+#include <algorithm>
+#include <sched.h>
 
 namespace mpc::runtime {
 
 namespace {
 
-/// Runs the plan's send/recv structure symbolically (sends never block, a
-/// recv waits for its channel's send) and throws a UserError if some device
-/// would wait forever: a plan file is untrusted, and a step must never hang.
+/// Throws a UserError if some device would wait forever: a plan file is
+/// untrusted, and a step must never hang.
 void checkNoDeadlock(const plan::Plan &plan) {
-  std::vector<size_t> pc(plan.devices.size(), 0);
-  std::unordered_map<uint32_t, int64_t> inFlight;
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (size_t d = 0; d < plan.devices.size(); ++d) {
-      const std::vector<plan::Instr> &instrs = plan.devices[d].instrs;
-      while (pc[d] < instrs.size()) {
-        const plan::Instr &in = instrs[pc[d]];
-        if (in.kind == plan::InstrKind::Recv) {
-          if (inFlight[in.channel] == 0) break;
-          --inFlight[in.channel];
-        } else if (in.kind == plan::InstrKind::Send) {
-          ++inFlight[in.channel];
-        }
-        ++pc[d];
-        progress = true;
-      }
-    }
-  }
-  for (size_t d = 0; d < plan.devices.size(); ++d)
-    if (pc[d] < plan.devices[d].instrs.size()) {
-      const plan::Instr &in = plan.devices[d].instrs[pc[d]];
-      throw UserError("", "device " + plan.devices[d].device + ", instruction " +
-                              std::to_string(pc[d]) + " (recv '" + in.node + "')",
-                      "the plan deadlocks: this receive on channel " +
-                          std::to_string(in.channel) + " waits for a send that never comes");
-    }
+  plan::TransferWalk walk = plan::walkTransfers(plan);
+  if (!walk.stuck) return;
+  const plan::Instr &in = plan.devices[walk.device].instrs[walk.instr];
+  throw UserError("", "device " + plan.devices[walk.device].device + ", instruction " +
+                          std::to_string(walk.instr) + " (recv '" + in.node + "')",
+                  "the plan deadlocks: this receive on channel " + std::to_string(in.channel) +
+                      " waits for a send that never comes");
+}
+
+/// The cores this process may run on (its affinity mask, which a container
+/// or `taskset` narrows; hardware_concurrency counts the machine's).
+unsigned usableCores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return unsigned(std::max(1, CPU_COUNT(&set)));
+  return std::max(1u, std::thread::hardware_concurrency());
 }
 
 } // namespace
 
 Executor::Executor(plan::Plan plan, BackendFactory factory, std::unique_ptr<Transport> transport,
-                   std::vector<bool> hosted)
+                   std::vector<bool> hosted, unsigned threads)
     : plan_(std::move(plan)), transport_(std::move(transport)) {
   checkNoDeadlock(plan_);
   MPC_ASSERT(hosted.empty() || hosted.size() == plan_.devices.size(),
@@ -83,31 +73,56 @@ Executor::Executor(plan::Plan plan, BackendFactory factory, std::unique_ptr<Tran
   // The devices hold them now; a second copy for the whole run would cost
   // as much memory as the parameters and optimizer state themselves.
   std::vector<std::vector<uint8_t>>().swap(plan_.initialValues);
-  for (uint32_t d = 0; d < backends_.size(); ++d) {
-    if (!backends_[d]) continue;
-    if (callerDevice_ < 0) {
-      callerDevice_ = d;
-      continue;
-    }
-    auto w = std::make_unique<Worker>();
-    w->device = d;
-    workers_.push_back(std::move(w));
+  makeGroups(threads);
+  for (size_t i = 1; i < groups_.size(); ++i) {
+    Group &ref = *groups_[i];
+    ref.thread = std::thread([this, &ref] { workerLoop(ref); });
   }
-  for (auto &w : workers_) {
-    Worker &ref = *w;
-    w->thread = std::thread([this, &ref] { workerLoop(ref); });
+}
+
+void Executor::makeGroups(unsigned threads) {
+  std::vector<uint32_t> hosted;
+  bool canShare = transport_->canPoll();
+  for (uint32_t d = 0; d < backends_.size(); ++d)
+    if (backends_[d]) {
+      hosted.push_back(d);
+      canShare = canShare && backends_[d]->canPause();
+    }
+  size_t n = hosted.size();
+  size_t count = canShare ? std::min<size_t>(n, threads ? threads : usableCores()) : n;
+  count = std::max<size_t>(count, 1);
+  // Contiguous runs of devices: a pipeline's neighbours exchange the most,
+  // and two devices on one thread hand over without waking anyone.
+  for (size_t g = 0, next = 0; g < count; ++g) {
+    auto group = std::make_unique<Group>();
+    size_t size = n / count + (g < n % count ? 1 : 0);
+    for (size_t i = 0; i < size; ++i) group->devices.push_back(hosted[next++]);
+    group->pc.assign(group->devices.size(), 0);
+    group->finished.assign(group->devices.size(), 0);
+    groups_.push_back(std::move(group));
+  }
+  // A thread running several devices sleeps on one word that every message
+  // to them bumps.
+  for (auto &g : groups_) {
+    if (g->devices.size() < 2) continue;
+    for (uint32_t d : g->devices)
+      for (const plan::Instr &in : plan_.devices[d].instrs)
+        if (in.kind == plan::InstrKind::Recv) transport_->watch(in.channel, g->arrivals);
   }
 }
 
 Executor::~Executor() {
   shutdown_ = true;
-  for (auto &w : workers_) w->start.bump();
-  for (auto &w : workers_) w->thread.join();
+  for (size_t i = 1; i < groups_.size(); ++i) groups_[i]->start.bump();
+  for (size_t i = 1; i < groups_.size(); ++i) groups_[i]->thread.join();
 }
 
-void Executor::runDevice(uint32_t device) {
+void Executor::runGroup(Group &g) {
   try {
-    backends_[device]->runStep(*transport_, runningStep_);
+    if (g.devices.size() == 1)
+      backends_[g.devices[0]]->runStep(*transport_, runningStep_);
+    else if (!g.devices.empty())
+      runInTurn(g);
   } catch (const TransportClosed &) {
     // Another device failed first; its error is the one reported.
   } catch (...) {
@@ -119,13 +134,40 @@ void Executor::runDevice(uint32_t device) {
   }
 }
 
-void Executor::workerLoop(Worker &w) {
+void Executor::runInTurn(Group &g) {
+  std::fill(g.pc.begin(), g.pc.end(), 0);
+  std::fill(g.finished.begin(), g.finished.end(), 0);
+  size_t left = g.devices.size();
+  while (left > 0) {
+    // Read before trying: a message that lands after a failed try bumps the
+    // word past this value, so the wait below returns at once.
+    uint32_t seen = g.arrivals.load();
+    bool moved = false;
+    for (size_t i = 0; i < g.devices.size(); ++i) {
+      if (g.finished[i]) continue;
+      size_t before = g.pc[i];
+      if (backends_[g.devices[i]]->runUntilBlocked(*transport_, runningStep_, g.pc[i])) {
+        g.finished[i] = true;
+        --left;
+        moved = true;
+      } else if (g.pc[i] != before) {
+        moved = true;
+      }
+    }
+    if (!moved && left > 0) {
+      if (transport_->closed()) throw TransportClosed();
+      g.arrivals.waitWhile(seen);
+    }
+  }
+}
+
+void Executor::workerLoop(Group &g) {
   uint32_t seen = 0; // the word's value before any step (a bump may precede this thread's start)
   for (;;) {
-    w.start.waitWhile(seen);
-    seen = w.start.load();
+    g.start.waitWhile(seen);
+    seen = g.start.load();
     if (shutdown_) return;
-    runDevice(w.device);
+    runGroup(g);
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_.bump();
   }
 }
@@ -139,9 +181,9 @@ void Executor::step() {
   checkUsable();
   uint32_t seen = done_.load();
   runningStep_ = nextStep_++;
-  pending_.store(workers_.size(), std::memory_order_release);
-  for (auto &w : workers_) w->start.bump();
-  if (callerDevice_ >= 0) runDevice(uint32_t(callerDevice_));
+  pending_.store(groups_.size() - 1, std::memory_order_release);
+  for (size_t i = 1; i < groups_.size(); ++i) groups_[i]->start.bump();
+  runGroup(*groups_[0]);
   while (pending_.load(std::memory_order_acquire) != 0) {
     done_.waitWhile(seen);
     seen = done_.load();

@@ -1,27 +1,39 @@
 //===- runtime/Executor.h - runs a plan step by step --------------------===//
 //
 // The Executor loads a plan onto one Backend per logical device and, for
-// each step(), runs every device's instruction list once, concurrently: the
-// calling thread runs the first device itself and one worker thread per
-// other device runs the rest (each woken through its own WakeWord, so a
-// step's hand-offs cost no kernel call while the threads are busy); sends and receives meet in a
-// Transport (runtime/Channel.h by default). Between steps the caller feeds
-// inputs, reads the loss, outputs and parameters, or overwrites parameters.
+// each step(), runs every device's instruction list once, concurrently.
+// Sends and receives meet in a Transport (runtime/Channel.h by default).
+// Between steps the caller feeds inputs, reads the loss, outputs and
+// parameters, or overwrites parameters.
 //
-// Errors: when a worker throws (a label out of range, a kernel error), the
-// executor closes the transport so that every other worker blocked in a recv
+// Threads: the hosted devices are split, in plan order, into as many
+// contiguous groups as there are threads, at most one per device; the
+// calling thread runs the first group itself and a worker thread each of the
+// others (each woken through its own WakeWord, so a step's hand-offs cost no
+// kernel call while the threads are busy). By default there are as many
+// threads as devices, but no more than the cores this process may use: three
+// devices on two cores used to be three threads taking turns on the cores,
+// and every hand-off between them waited for the OS to switch threads. A
+// thread with several devices runs them in turn, each until it waits for a
+// message, and sleeps only when all of them wait (Backend::runUntilBlocked,
+// Transport::tryRecv). That needs a backend that can pause and a transport
+// that can poll (the CPU backend, the in-process channels); otherwise every
+// device gets a thread of its own, whatever was asked.
+//
+// Errors: when a device throws (a label out of range, a kernel error), the
+// executor closes the transport so that every other device blocked in a recv
 // wakes up and stops, joins the step, and rethrows the first error on the
 // calling thread. The executor is then failed: a later step() throws again.
 //
 // Processes: a plan may be spread over several processes (MPI ranks, see
 // runtime/dist/). Each process builds an Executor that *hosts* some of the
-// plan's devices: only those get a backend and a worker, and the transport
+// plan's devices: only those get a backend and a thread, and the transport
 // reaches the others. Reading or writing a tensor of a device hosted
 // elsewhere is a bug in the caller (hosts() says which are here).
 //
 // Determinism: every device runs its list in plan order and every kernel has
 // a fixed summation order, so the same plan, inputs and initial values give
-// bit-identical results whatever the thread timing.
+// bit-identical results whatever the thread timing or the number of threads.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -48,10 +60,11 @@ public:
   /// (plan().initialValues is empty afterwards). `factory` makes each device's
   /// backend (the CPU backend by default); `transport` carries sends and
   /// receives (in-process channels by default). `hosted[d]` says whether
-  /// device d runs in this process (empty: every device).
+  /// device d runs in this process (empty: every device). `threads` caps the
+  /// threads that run the devices (0: the cores this process may use).
   explicit Executor(plan::Plan plan, BackendFactory factory = cpuBackendFactory(),
                     std::unique_ptr<Transport> transport = nullptr,
-                    std::vector<bool> hosted = {});
+                    std::vector<bool> hosted = {}, unsigned threads = 0);
   ~Executor();
   Executor(const Executor &) = delete;
   Executor &operator=(const Executor &) = delete;
@@ -82,6 +95,8 @@ public:
   float loss();
 
   size_t numDevices() const { return backends_.size(); }
+  /// Threads that run the devices, the calling one included.
+  size_t numThreads() const { return groups_.size(); }
   /// True when device `device` (or the device of `tensor`) runs here.
   bool hosts(uint32_t device) const {
     return device < backends_.size() && backends_[device] != nullptr;
@@ -93,15 +108,22 @@ public:
   uint64_t instructionsPerStep() const;
 
 private:
-  /// A device run by a thread of its own.
-  struct Worker {
-    uint32_t device = 0;
-    WakeWord start; ///< bumped by step(): run the device once
+  /// Devices run by one thread (groups_[0]: the calling thread's).
+  struct Group {
+    std::vector<uint32_t> devices;
+    std::vector<size_t> pc;        ///< per device: where runUntilBlocked stopped
+    std::vector<uint8_t> finished; ///< per device: done with this step
+    WakeWord start;         ///< bumped by step(): run the devices once
+    WakeWord arrivals;      ///< bumped by every send to one of them
     std::thread thread;
   };
-  void workerLoop(Worker &w);
-  /// Runs `device` once; a real error closes the transport and is kept.
-  void runDevice(uint32_t device);
+  /// Splits the hosted devices into groups (see the file comment).
+  void makeGroups(unsigned threads);
+  void workerLoop(Group &g);
+  /// Runs the group's devices once; a real error closes the transport and
+  /// is kept.
+  void runGroup(Group &g);
+  void runInTurn(Group &g);
   void checkUsable() const;
   Backend &backendOf(const plan::TensorRef &tensor);
 
@@ -109,12 +131,11 @@ private:
   std::vector<std::unique_ptr<Backend>> backends_;
   std::unique_ptr<Transport> transport_;
 
-  std::vector<std::unique_ptr<Worker>> workers_;
-  int64_t callerDevice_ = -1; ///< the hosted device step()'s own thread runs
+  std::vector<std::unique_ptr<Group>> groups_;
   int64_t nextStep_ = 1;      ///< see setNextStep
   int64_t runningStep_ = 0;   ///< the step the workers run (written before they wake)
   WakeWord done_;             ///< bumped by the last worker to finish a step
-  std::atomic<size_t> pending_{0}; ///< workers still running the current step
+  std::atomic<size_t> pending_{0}; ///< worker threads still running the current step
   std::atomic<bool> shutdown_{false};
   std::mutex errorMutex_;
   std::exception_ptr error_; ///< first real (non-TransportClosed) error

@@ -184,9 +184,10 @@ void *CpuDevice::bufferData(uint32_t id) const {
   return bufferPtr_[id];
 }
 
-void CpuDevice::runStep(Transport &transport, int64_t step) {
+template <bool Poll> bool CpuDevice::run(Transport &transport, int64_t step, size_t &pc) {
   step_ = step;
-  for (const Step &s : steps_) {
+  for (; pc < steps_.size(); ++pc) {
+    const Step &s = steps_[pc];
     switch (s.kind) {
     case plan::InstrKind::Kernel: {
       const KernelInstance &k = kernels_[s.kernel];
@@ -203,12 +204,26 @@ void CpuDevice::runStep(Transport &transport, int64_t step) {
       stats_.bytesSent += s.bytes;
       break;
     case plan::InstrKind::Recv:
-      transport.recv(s.channel, s.data, s.bytes);
+      if constexpr (Poll) {
+        if (!transport.tryRecv(s.channel, s.data, s.bytes)) return false;
+      } else {
+        transport.recv(s.channel, s.data, s.bytes);
+      }
       stats_.bytesReceived += s.bytes;
       break;
     }
   }
   stats_.instructions += steps_.size();
+  return true;
+}
+
+void CpuDevice::runStep(Transport &transport, int64_t step) {
+  size_t pc = 0;
+  run<false>(transport, step, pc);
+}
+
+bool CpuDevice::runUntilBlocked(Transport &transport, int64_t step, size_t &pc) {
+  return run<true>(transport, step, pc);
 }
 
 } // namespace mpc::runtime::cpu

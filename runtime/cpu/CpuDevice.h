@@ -28,6 +28,8 @@ public:
   void upload(uint32_t buffer, const void *src, size_t bytes) override;
   void download(uint32_t buffer, void *dst, size_t bytes) override;
   void runStep(Transport &transport, int64_t step) override;
+  bool canPause() const override { return true; }
+  bool runUntilBlocked(Transport &transport, int64_t step, size_t &pc) override;
   DeviceStats stats() const override { return stats_; }
 
   /// Address of buffer `id` in this device's memory (tests).
@@ -44,6 +46,9 @@ private:
   };
 
   [[noreturn]] void fail(uint32_t instr, const std::string &message) const;
+  /// The instruction loop from `pc` on: a Recv blocks, or with `Poll`
+  /// returns false when its message has not come (runUntilBlocked).
+  template <bool Poll> bool run(Transport &transport, int64_t step, size_t &pc);
 
   const plan::DeviceProgram *program_ = nullptr;
   std::string deviceName_;

@@ -106,10 +106,16 @@ void setStep(io::TrainingPosition &pos, int64_t step) {
 }
 
 std::unique_ptr<Executor> makeCpuExecutor(plan::Plan plan, const Placement &placement,
-                                          dist::ProcessGroup &group) {
+                                          dist::ProcessGroup &group, unsigned threads) {
   std::unique_ptr<Transport> transport = group.makeTransport(plan, placement.rankOf);
   return std::make_unique<Executor>(std::move(plan), cpuBackendFactory(), std::move(transport),
-                                    placement.hosted);
+                                    placement.hosted, threads);
+}
+
+ExecutorMaker cpuExecutorMaker(unsigned threads) {
+  return [threads](plan::Plan plan, const Placement &placement, dist::ProcessGroup &group) {
+    return makeCpuExecutor(std::move(plan), placement, group, threads);
+  };
 }
 
 Trainer::Trainer(TrainOptions options, dist::ProcessGroup &group, ExecutorMaker make,

@@ -51,6 +51,7 @@ struct TrainOptions {
   int64_t saveEvery = 0;
   int64_t logEvery = 100;
   std::string rankMap; ///< --rank-map; empty: contiguous blocks
+  unsigned threads = 0; ///< --threads: threads running this process's devices (0: the cores)
   bool progress = false; ///< draw the progress line (stderr is a terminal)
   /// Other settings every rank must share (the driver's backend flags),
   /// checked at start-up with the ones above.
@@ -68,9 +69,11 @@ using ExecutorMaker =
     std::function<std::unique_ptr<Executor>(plan::Plan, const Placement &, dist::ProcessGroup &)>;
 
 /// The CPU runtime: every hosted device on the CPU backend, the group's
-/// transport.
+/// transport, at most `threads` threads (0: the cores; Executor).
 std::unique_ptr<Executor> makeCpuExecutor(plan::Plan plan, const Placement &placement,
-                                          dist::ProcessGroup &group);
+                                          dist::ProcessGroup &group, unsigned threads);
+/// makeCpuExecutor as an ExecutorMaker.
+ExecutorMaker cpuExecutorMaker(unsigned threads = 0);
 
 class Trainer {
 public:

@@ -65,7 +65,8 @@ train::ExecutorMaker executorMaker(const RunArgs &args) {
       if (!run.note.empty() && group.rank() == 0)
         std::cerr << "mpc run: note: " << run.note << "\n";
       return std::make_unique<runtime::Executor>(std::move(p), std::move(run.factory),
-                                                 std::move(run.transport), placement.hosted);
+                                                 std::move(run.transport), placement.hosted,
+                                                 args.train.threads);
     }
 #else
     if (args.backend == "cuda")
@@ -77,7 +78,7 @@ train::ExecutorMaker executorMaker(const RunArgs &args) {
       std::cerr << "mpc run: note: this mpc has no CUDA runtime; the plan's gpu devices run on "
                    "the CPU runtime\n";
 #endif
-    return train::makeCpuExecutor(std::move(p), placement, group);
+    return train::makeCpuExecutor(std::move(p), placement, group, args.train.threads);
   };
 }
 
@@ -99,7 +100,8 @@ void addRunCommand(CLI::App &app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App *cmd = app.add_subcommand(
       "run", "Train with a plan (or run inference with a plan that has no loss): on the CPU "
-             "runtime, one worker thread per device, or on the CUDA runtime for gpu plans");
+             "runtime, a thread per device up to the cores, or on the CUDA runtime for gpu "
+             "plans");
   cmd->add_option("plan", args->train.planFile, "Plan file (from mpc compile)")->required();
   cmd->add_option("--input", args->train.inputs,
                   "NAME=FILE.npy: a dataset for plan input NAME (float32 or int32, C order; "
@@ -162,6 +164,12 @@ void addRunCommand(CLI::App &app) {
                   "CUDA: how data moves between GPUs: peer (default) or nccl");
   cmd->add_flag("--allow-tf32", args->allowTf32,
                 "CUDA: let cuBLAS use TF32 tensor cores for matmul (faster, ~1e-3 error)");
+  cmd->add_option("--threads", args->train.threads,
+                  "CPU runtime: threads that run this process's devices (default: one per "
+                  "device, at most the cores this process may use); with fewer threads than "
+                  "devices, neighbouring devices share a thread and take turns at each receive. "
+                  "The results are the same bit for bit")
+      ->check(positiveInteger());
   cmd->add_option("--rank-map", args->train.rankMap,
                   "Under mpirun: which rank hosts each device, e.g. cpu:0=0,cpu:1=0,cpu:2=1 "
                   "(every device once; default: contiguous blocks in plan order)");

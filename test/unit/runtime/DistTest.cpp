@@ -225,7 +225,7 @@ TEST(Trainer, TwoRanksWriteTheOneProcessCheckpointAndLossLines) {
   one.save = (dir / "one.st").string();
   std::ostringstream oneOut, oneErr;
   std::unique_ptr<dist::ProcessGroup> local = dist::makeLocalGroup();
-  train::Trainer(one, *local, train::makeCpuExecutor, oneOut, oneErr).run();
+  train::Trainer(one, *local, train::cpuExecutorMaker(), oneOut, oneErr).run();
 
   train::TrainOptions two = base;
   two.save = (dir / "two.st").string();
@@ -233,11 +233,11 @@ TEST(Trainer, TwoRanksWriteTheOneProcessCheckpointAndLossLines) {
   std::ostringstream out[2], err[2];
   std::thread rank1([&] {
     ThreadGroup g(job, 1);
-    train::Trainer(two, g, train::makeCpuExecutor, out[1], err[1]).run();
+    train::Trainer(two, g, train::cpuExecutorMaker(), out[1], err[1]).run();
   });
   {
     ThreadGroup g(job, 0);
-    train::Trainer(two, g, train::makeCpuExecutor, out[0], err[0]).run();
+    train::Trainer(two, g, train::cpuExecutorMaker(), out[0], err[0]).run();
   }
   rank1.join();
   // Rank 0 hosts cpu:0 and cpu:1, rank 1 cpu:2 and the loss: the loss lines

@@ -427,8 +427,9 @@ TEST(EndToEnd, AddOfTwoValuesFromAnotherDevice) {
 }
 
 std::map<std::string, std::vector<float>> train(const plan::Plan &p, int steps,
-                                                std::vector<float> *losses = nullptr) {
-  Executor ex(p);
+                                                std::vector<float> *losses = nullptr,
+                                                unsigned threads = 0) {
+  Executor ex(p, cpuBackendFactory(), nullptr, {}, threads);
   for (int s = 0; s < steps; ++s) {
     feed(ex, inputsFor(p, s));
     ex.step();
@@ -628,6 +629,30 @@ TEST(EndToEnd, InPlaceReuseTrainsBitForBitAsWithout) {
     auto a = train(on.plan, 10, &lossOn), b = train(off.plan, 10, &lossOff);
     EXPECT_EQ(lossOn, lossOff);
     EXPECT_EQ(a, b);
+  }
+}
+
+/// Devices sharing a thread run the same instructions in the same order:
+/// one thread for all devices, or any number up to one per device, trains
+/// bit for bit as a thread per device does.
+TEST(EndToEnd, DevicesSharingThreadsTrainBitForBit) {
+  for (const std::string &json :
+       {seedModelJson(), std::string(kMlpJson), std::string(kTransformerJson),
+        std::string(kCnnJson)}) {
+    Compiled c = compile(json);
+    SCOPED_TRACE(c.plan.model);
+    size_t devices = c.plan.devices.size();
+    ASSERT_GE(devices, 2u);
+    std::vector<float> lossPer;
+    auto per = train(c.plan, 8, &lossPer, unsigned(devices));
+    for (unsigned threads = 1; threads < devices; ++threads) {
+      SCOPED_TRACE(threads);
+      EXPECT_EQ(Executor(c.plan, cpuBackendFactory(), nullptr, {}, threads).numThreads(),
+                threads);
+      std::vector<float> loss;
+      EXPECT_EQ(train(c.plan, 8, &loss, threads), per);
+      EXPECT_EQ(loss, lossPer);
+    }
   }
 }
 

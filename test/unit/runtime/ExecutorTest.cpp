@@ -144,6 +144,48 @@ TEST(Executor, ErrorOnOneDeviceStopsAllWithoutHanging) {
   EXPECT_THROW(ex.step(), UserError);
 }
 
+TEST(Executor, ThreadsAreCappedByDevices) {
+  plan::Plan p = twoDevicePlan(false);
+  EXPECT_EQ(Executor(p, cpuBackendFactory(), nullptr, {}, 1).numThreads(), 1u);
+  EXPECT_EQ(Executor(p, cpuBackendFactory(), nullptr, {}, 2).numThreads(), 2u);
+  EXPECT_EQ(Executor(p, cpuBackendFactory(), nullptr, {}, 8).numThreads(), 2u);
+  EXPECT_GE(Executor(p).numThreads(), 1u);
+  // One hosted device: one thread, whatever is asked.
+  EXPECT_EQ(Executor(p, cpuBackendFactory(), nullptr, {true, false}, 2).numThreads(), 1u);
+}
+
+TEST(Executor, DevicesSharingAThreadExchangeMessages) {
+  plan::Plan p = twoDevicePlan(false);
+  Executor ex(p, cpuBackendFactory(), nullptr, {}, 1);
+  std::vector<float> x = {0, 0.5f, -1, 1};
+  for (int step = 0; step < 3; ++step) {
+    x[0] = float(step);
+    ex.write(*ex.findInput("x"), x.data(), 16);
+    ex.step();
+    std::vector<float> z = ex.readFloats(*ex.findOutput("z"));
+    for (size_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(z[i], float(std::exp(2.0 * x[i])));
+  }
+  EXPECT_EQ(ex.stats().bytesReceived, 3u * 16);
+}
+
+/// The failing device shares its thread with the one that waits for it: the
+/// error still surfaces, and nothing hangs.
+TEST(Executor, ErrorOnASharedThreadStopsWithoutHanging) {
+  plan::Plan p = twoDevicePlan(true);
+  Executor ex(p, cpuBackendFactory(), nullptr, {}, 1);
+  std::vector<float> x = {0, 0.5f, -1, 1};
+  std::vector<int32_t> bad = {0, 5};
+  ex.write(*ex.findInput("x"), x.data(), 16);
+  ex.write(*ex.findInput("labels"), bad.data(), 8);
+  try {
+    ex.step();
+    FAIL() << "expected a UserError";
+  } catch (const UserError &e) {
+    EXPECT_EQ(e.where(), "device cpu:0, instruction 1 (softmax_cross_entropy 'ce')");
+  }
+  EXPECT_THROW(ex.step(), UserError);
+}
+
 TEST(Executor, ManyStepsAreDeterministic) {
   plan::Plan p = twoDevicePlan(false);
   std::vector<float> last[2];

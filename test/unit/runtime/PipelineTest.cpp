@@ -209,6 +209,31 @@ TEST(Pipeline, InterleavedChunks) {
   EXPECT_EQ(c.plan.pipeline.stages.size(), 4u);
 }
 
+/// A pipelined plan whose stages share threads (any number of threads, up
+/// to one per device) trains bit for bit as with a thread per device: each
+/// device still runs its list in order, only the interleaving differs.
+TEST(Pipeline, DevicesSharingThreadsTrainBitForBit) {
+  json model = chainModel(kFourStages, "xent", "adam");
+  for (const std::string &schedule : kSchedules) {
+    SCOPED_TRACE(schedule);
+    Compiled c = compile(model, 4, schedule);
+    std::map<unsigned, std::vector<float>> losses, params;
+    for (unsigned threads : {4u, 1u, 2u, 3u}) {
+      Executor ex(c.plan, cpuBackendFactory(), nullptr, {}, threads);
+      ASSERT_EQ(ex.numThreads(), threads);
+      for (int s = 0; s < 4; ++s) {
+        testbatch::feed(ex, testbatch::inputsFor(c.plan, s));
+        ex.step();
+        losses[threads].push_back(ex.loss());
+      }
+      for (const plan::TensorRef &t : c.plan.params)
+        for (float v : ex.readFloats(t)) params[threads].push_back(v);
+      EXPECT_EQ(losses[threads], losses[4]);
+      EXPECT_EQ(params[threads], params[4]);
+    }
+  }
+}
+
 /// Forward actions minus backward actions seen so far, per stage device.
 TEST(Pipeline, OneFOneBBoundsMicrobatchesInFlight) {
   const int64_t p = 4, m = 8;

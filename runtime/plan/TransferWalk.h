@@ -1,0 +1,35 @@
+//===- runtime/plan/TransferWalk.h - a plan's sends and receives, played --===//
+//
+// Plays a plan's send/recv structure once without running a kernel: each
+// device in turn runs its list until a Recv finds no message (sends never
+// wait), until no device can move. This answers two questions before the
+// first step: does some device wait forever (a plan file is untrusted, and a
+// step must never hang), and how many bytes are in flight at once (what the
+// in-process transport's shared buffers must hold: runtime/MessagePool.h).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/plan/Plan.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mpc::plan {
+
+struct TransferWalk {
+  /// A device stuck at a Recv whose send never comes: its index and the
+  /// instruction's; `stuck` is false when every device reached its end.
+  bool stuck = false;
+  size_t device = 0, instr = 0;
+  /// The largest sum of the sizes of messages sent and not yet received,
+  /// over the walk (devices running ahead as far as they can, which is
+  /// where the most messages wait).
+  uint64_t peakBytesInFlight = 0;
+  /// The largest single message.
+  uint64_t largestMessage = 0;
+};
+
+TransferWalk walkTransfers(const Plan &plan);
+
+} // namespace mpc::plan
