@@ -2,8 +2,10 @@
 #include "runtime/mpi/MpiTransport.h"
 
 #include "runtime/mpi/MpiCheck.h"
+#include "runtime/plan/TransferWalk.h"
 #include "support/Error.h"
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstring>
@@ -48,14 +50,17 @@ MpiTransport::MpiTransport(const plan::Plan &plan, const std::vector<int> &rankO
                "channel " + std::to_string(id) + " lacks a sender or a receiver");
     list.push_back(r);
   }
-  setUp(list);
+  // The local channels' buffers are bounded as a one-process run's are
+  // (over the whole plan: an upper bound for this rank's share).
+  plan::TransferWalk walk = plan::walkTransfers(plan);
+  setUp(list, size_t(std::max(walk.peakBytesInFlight, walk.largestMessage)));
 }
 
 MpiTransport::MpiTransport(const std::vector<Route> &routes, MPI_Comm comm) : comm_(comm) {
-  setUp(routes);
+  setUp(routes, ChannelTransport::kDefaultIdleLimit);
 }
 
-void MpiTransport::setUp(const std::vector<Route> &routes) {
+void MpiTransport::setUp(const std::vector<Route> &routes, size_t localIdleLimit) {
   mpiCheck(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
   const int tagUb = tagUpperBound(comm_);
   std::vector<uint32_t> local;
@@ -79,7 +84,7 @@ void MpiTransport::setUp(const std::vector<Route> &routes) {
       incoming_[r.channel] = r.from;
     }
   }
-  local_ = std::make_unique<ChannelTransport>(local);
+  local_ = std::make_unique<ChannelTransport>(local, localIdleLimit);
 }
 
 MpiTransport::~MpiTransport() {

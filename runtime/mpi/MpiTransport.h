@@ -73,7 +73,8 @@ private:
     std::vector<Message> inFlight;
     std::vector<std::vector<uint8_t>> spare; ///< buffers of completed sends
   };
-  void setUp(const std::vector<Route> &routes);
+  /// `localIdleLimit`: the bound of the local channels' buffer pool.
+  void setUp(const std::vector<Route> &routes, size_t localIdleLimit);
   /// Polls `requests` until all completed; throws TransportClosed if the
   /// transport closes first (cancelling what is still pending).
   void waitAll(std::vector<MPI_Request> &requests, std::vector<MPI_Status> *statuses,
