@@ -2,9 +2,9 @@
 //
 // Google Benchmark programs, each compiling its model in-process exactly as
 // `mpc compile` does and timing Executor::step():
-//   * SeedModelStep: the seed model (three affine layers on three devices,
-//     batch 100, Adam). Tiny kernels: the figure is dominated by dispatch and
-//     cross-device hand-offs.
+//   * SeedModelStep/T: the seed model (three affine layers on three devices,
+//     batch 100, Adam) on T executor threads (0: the default). Tiny kernels:
+//     the figure is dominated by dispatch and cross-device hand-offs.
 //   * Mlp4x1024Step: 4 dense 1024-wide layers with relu on 2 devices (two
 //     layers each), batch 64, mse loss, SGD. Dominated by sgemm.
 //   * MlpTanhStep: the same layers with tanh, batch 1024, on one device
@@ -60,7 +60,8 @@ void SeedModelStep(benchmark::State &state) {
                                            {"stage2", "cpu:0"}}));
   fillInputs(one);
   double baseline = secondsPerStep(one, 0.2);
-  runtime::Executor ex(compileJson(json));
+  auto threads = unsigned(state.range(0));
+  runtime::Executor ex(compileJson(json), runtime::cpuBackendFactory(), nullptr, {}, threads);
   fillInputs(ex);
   auto start = Clock::now();
   runSteps(state, ex);
@@ -68,10 +69,13 @@ void SeedModelStep(benchmark::State &state) {
       std::chrono::duration<double>(Clock::now() - start).count() / double(state.iterations());
   state.counters["us/step"] = perStep * 1e6;
   state.counters["devices"] = double(ex.numDevices());
+  state.counters["threads"] = double(ex.numThreads());
   state.counters["vs_seq"] = perStep / baseline;
   state.counters["ns/instr"] = perStep * 1e9 / double(ex.instructionsPerStep());
 }
-BENCHMARK(SeedModelStep)->Unit(benchmark::kMicrosecond)->UseRealTime();
+// Argument: Executor threads (0: the default, one per device up to the cores;
+// 1: all three devices on the calling thread; 3: a thread per device).
+BENCHMARK(SeedModelStep)->Arg(0)->Arg(1)->Arg(3)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 constexpr int kWidth = 1024, kLayers = 4;
 

@@ -96,24 +96,56 @@ void prepareMatMul(KernelInstance &k) {
 /// arithmetic (the seed model's matmuls are 200 to 400 of them).
 constexpr int64_t kSmallProduct = 8192;
 
-/// op(a) op(b) (+= into `o`, which holds c or zeros), row by row, each
-/// element summed over k in order.
+/// op(a) op(b) (+= into `o`, which holds c or zeros), each element summed
+/// over k in order. Blocks of 4 x 4 results are accumulated in registers:
+/// accumulating into `o` itself made every multiply-add wait for the store
+/// of the one before (the compiler cannot prove `o` does not alias a or b),
+/// which was most of the seed model's step. The order of the sums is the
+/// same either way, so the results are too.
+template <bool TA, bool TB>
+void smallMatMul(const float *a, const float *b, float *o, int64_t m, int64_t n, int64_t kk,
+                 int64_t lda, int64_t ldb) {
+  auto at = [&](int64_t i, int64_t p) { return TA ? a[p * lda + i] : a[i * lda + p]; };
+  auto bt = [&](int64_t p, int64_t j) { return TB ? b[j * ldb + p] : b[p * ldb + j]; };
+  constexpr int64_t R = 4, C = 4;
+  for (int64_t i0 = 0; i0 < m; i0 += R) {
+    const int64_t rows = std::min(R, m - i0);
+    for (int64_t j0 = 0; j0 < n; j0 += C) {
+      const int64_t cols = std::min(C, n - j0);
+      if (rows == R && cols == C) {
+        float acc[R][C];
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t c = 0; c < C; ++c) acc[r][c] = o[(i0 + r) * n + j0 + c];
+        for (int64_t p = 0; p < kk; ++p) {
+          float av[R], bv[C];
+          for (int64_t r = 0; r < R; ++r) av[r] = at(i0 + r, p);
+          for (int64_t c = 0; c < C; ++c) bv[c] = bt(p, j0 + c);
+          for (int64_t r = 0; r < R; ++r)
+            for (int64_t c = 0; c < C; ++c) acc[r][c] += av[r] * bv[c];
+        }
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t c = 0; c < C; ++c) o[(i0 + r) * n + j0 + c] = acc[r][c];
+        continue;
+      }
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) {
+          float acc = o[(i0 + r) * n + j0 + c];
+          for (int64_t p = 0; p < kk; ++p) acc += at(i0 + r, p) * bt(p, j0 + c);
+          o[(i0 + r) * n + j0 + c] = acc;
+        }
+    }
+  }
+}
+
 void smallMatMul(const KernelInstance &k, const float *a, const float *b, float *o, int64_t m,
                  int64_t n, int64_t kk) {
   const int64_t lda = k.ints[3], ldb = k.ints[4];
-  const bool ta = k.ints[5] != 0, tb = k.ints[6] != 0;
-  for (int64_t i = 0; i < m; ++i) {
-    float *row = o + i * n;
-    for (int64_t p = 0; p < kk; ++p) {
-      const float av = ta ? a[p * lda + i] : a[i * lda + p];
-      if (!tb) {
-        const float *brow = b + p * ldb;
-        for (int64_t j = 0; j < n; ++j) row[j] += av * brow[j];
-      } else {
-        for (int64_t j = 0; j < n; ++j) row[j] += av * b[j * ldb + p];
-      }
-    }
-  }
+  if (k.ints[5])
+    k.ints[6] ? smallMatMul<true, true>(a, b, o, m, n, kk, lda, ldb)
+              : smallMatMul<true, false>(a, b, o, m, n, kk, lda, ldb);
+  else
+    k.ints[6] ? smallMatMul<false, true>(a, b, o, m, n, kk, lda, ldb)
+              : smallMatMul<false, false>(a, b, o, m, n, kk, lda, ldb);
 }
 
 /// With an accumulator c the result is op(a) op(b) + c: sgemm with beta = 1
