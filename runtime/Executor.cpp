@@ -23,8 +23,7 @@ namespace {
 
 /// Throws a UserError if some device would wait forever: a plan file is
 /// untrusted, and a step must never hang.
-void checkNoDeadlock(const plan::Plan &plan) {
-  plan::TransferWalk walk = plan::walkTransfers(plan);
+void checkNoDeadlock(const plan::Plan &plan, const plan::TransferWalk &walk) {
   if (!walk.stuck) return;
   const plan::Instr &in = plan.devices[walk.device].instrs[walk.instr];
   throw UserError("", "device " + plan.devices[walk.device].device + ", instruction " +
@@ -41,12 +40,30 @@ unsigned usableCores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+/// Below this much work per message (elements read and written by kernels,
+/// plan::TransferWalk::kernelElements), the default is one thread: each
+/// hand-off between threads costs about a microsecond, and devices that
+/// exchange a message every few thousand elements of work spend more time
+/// handing over than they gain by running at once. At this size a step
+/// between two messages takes tens of microseconds.
+constexpr uint64_t kElementsPerMessageForThreads = 1 << 16;
+
+/// The default number of threads for a plan (see the file comment of
+/// Executor.h).
+unsigned defaultThreads(const plan::TransferWalk &walk) {
+  if (walk.messages > 0 && walk.kernelElements / walk.messages < kElementsPerMessageForThreads)
+    return 1;
+  return usableCores();
+}
+
 } // namespace
 
 Executor::Executor(plan::Plan plan, BackendFactory factory, std::unique_ptr<Transport> transport,
                    std::vector<bool> hosted, unsigned threads)
     : plan_(std::move(plan)), transport_(std::move(transport)) {
-  checkNoDeadlock(plan_);
+  plan::TransferWalk walk = plan::walkTransfers(plan_);
+  checkNoDeadlock(plan_, walk);
+  if (threads == 0) threads = defaultThreads(walk);
   MPC_ASSERT(hosted.empty() || hosted.size() == plan_.devices.size(),
              "hosted-device mask of the wrong size");
   if (!transport_) transport_ = std::make_unique<ChannelTransport>(plan_);
@@ -89,7 +106,7 @@ void Executor::makeGroups(unsigned threads) {
       canShare = canShare && backends_[d]->canPause();
     }
   size_t n = hosted.size();
-  size_t count = canShare ? std::min<size_t>(n, threads ? threads : usableCores()) : n;
+  size_t count = canShare ? std::min<size_t>(n, threads) : n;
   count = std::max<size_t>(count, 1);
   // Contiguous runs of devices: a pipeline's neighbours exchange the most,
   // and two devices on one thread hand over without waking anyone.

@@ -10,15 +10,20 @@
 // contiguous groups as there are threads, at most one per device; the
 // calling thread runs the first group itself and a worker thread each of the
 // others (each woken through its own WakeWord, so a step's hand-offs cost no
-// kernel call while the threads are busy). By default there are as many
-// threads as devices, but no more than the cores this process may use: three
-// devices on two cores used to be three threads taking turns on the cores,
-// and every hand-off between them waited for the OS to switch threads. A
-// thread with several devices runs them in turn, each until it waits for a
-// message, and sleeps only when all of them wait (Backend::runUntilBlocked,
-// Transport::tryRecv). That needs a backend that can pause and a transport
-// that can poll (the CPU backend, the in-process channels); otherwise every
-// device gets a thread of its own, whatever was asked.
+// kernel call while the threads are busy). A thread with several devices
+// runs them in turn, each until it waits for a message, and sleeps only when
+// all of them wait (Backend::runUntilBlocked, Transport::tryRecv).
+//
+// How many threads: by default one per device, but no more than the cores
+// this process may use (three devices on two cores used to be three threads
+// taking turns on the cores, and each hand-off between them waited for the
+// OS to switch threads), and one alone when the plan does little work per
+// message (plan::TransferWalk: fewer than 64Ki elements read and written by
+// kernels per send; a hand-off between threads costs about a microsecond,
+// more than such devices gain by running at once). The caller may set the
+// number (`mpc run --threads`). Sharing needs a backend that can pause and a
+// transport that can poll (the CPU backend, the in-process channels);
+// otherwise every device gets a thread of its own, whatever was asked.
 //
 // Errors: when a device throws (a label out of range, a kernel error), the
 // executor closes the transport so that every other device blocked in a recv
@@ -61,7 +66,7 @@ public:
   /// backend (the CPU backend by default); `transport` carries sends and
   /// receives (in-process channels by default). `hosted[d]` says whether
   /// device d runs in this process (empty: every device). `threads` caps the
-  /// threads that run the devices (0: the cores this process may use).
+  /// threads that run the devices (0: the default, see the file comment).
   explicit Executor(plan::Plan plan, BackendFactory factory = cpuBackendFactory(),
                     std::unique_ptr<Transport> transport = nullptr,
                     std::vector<bool> hosted = {}, unsigned threads = 0);

@@ -35,11 +35,18 @@ TransferWalk walkTransfers(const Plan &plan) {
           --n;
           inFlight -= std::min(inFlight, messageBytes(dev, in));
         } else if (in.kind == InstrKind::Send) {
+          ++walk.messages;
           ++waiting[in.channel];
           uint64_t bytes = messageBytes(dev, in);
           inFlight += bytes;
           walk.peakBytesInFlight = std::max(walk.peakBytesInFlight, inFlight);
           walk.largestMessage = std::max(walk.largestMessage, bytes);
+        }
+        if (in.kind == InstrKind::Kernel) {
+          for (uint32_t id : in.inputs)
+            if (id < dev.buffers.size()) walk.kernelElements += uint64_t(dev.buffers[id].numElements());
+          if (in.output < dev.buffers.size())
+            walk.kernelElements += uint64_t(dev.buffers[in.output].numElements());
         }
         ++pc[d];
         progress = true;

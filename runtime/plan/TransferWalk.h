@@ -4,8 +4,10 @@
 // device in turn runs its list until a Recv finds no message (sends never
 // wait), until no device can move. This answers two questions before the
 // first step: does some device wait forever (a plan file is untrusted, and a
-// step must never hang), and how many bytes are in flight at once (what the
-// in-process transport's shared buffers must hold: runtime/MessagePool.h).
+// step must never hang), how many bytes are in flight at once (what the
+// in-process transport's shared buffers must hold: runtime/MessagePool.h),
+// and how much work a step does per message (whether threads pay: see
+// runtime/Executor.h).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -28,6 +30,11 @@ struct TransferWalk {
   uint64_t peakBytesInFlight = 0;
   /// The largest single message.
   uint64_t largestMessage = 0;
+  /// Sends of one step, all devices together.
+  uint64_t messages = 0;
+  /// A rough measure of a step's work: the elements every kernel reads and
+  /// writes, summed.
+  uint64_t kernelElements = 0;
 };
 
 TransferWalk walkTransfers(const Plan &plan);

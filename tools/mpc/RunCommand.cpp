@@ -100,8 +100,8 @@ void addRunCommand(CLI::App &app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App *cmd = app.add_subcommand(
       "run", "Train with a plan (or run inference with a plan that has no loss): on the CPU "
-             "runtime, a thread per device up to the cores, or on the CUDA runtime for gpu "
-             "plans");
+             "runtime (devices on up to one thread each, see --threads), or on the CUDA "
+             "runtime for gpu plans");
   cmd->add_option("plan", args->train.planFile, "Plan file (from mpc compile)")->required();
   cmd->add_option("--input", args->train.inputs,
                   "NAME=FILE.npy: a dataset for plan input NAME (float32 or int32, C order; "
@@ -166,9 +166,10 @@ void addRunCommand(CLI::App &app) {
                 "CUDA: let cuBLAS use TF32 tensor cores for matmul (faster, ~1e-3 error)");
   cmd->add_option("--threads", args->train.threads,
                   "CPU runtime: threads that run this process's devices (default: one per "
-                  "device, at most the cores this process may use); with fewer threads than "
-                  "devices, neighbouring devices share a thread and take turns at each receive. "
-                  "The results are the same bit for bit")
+                  "device, at most the cores this process may use, and one for a plan that "
+                  "does little work per message); with fewer threads than devices, "
+                  "neighbouring devices share a thread and take turns at each receive. The "
+                  "results are the same bit for bit")
       ->check(positiveInteger());
   cmd->add_option("--rank-map", args->train.rankMap,
                   "Under mpirun: which rank hosts each device, e.g. cpu:0=0,cpu:1=0,cpu:2=1 "

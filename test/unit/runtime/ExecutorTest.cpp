@@ -13,7 +13,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <sched.h>
 
 namespace mpc::runtime {
 namespace {
@@ -78,11 +80,11 @@ struct PlanBuilder {
 
 /// cpu:0: h = scale(x, 2) -> cpu:1: z = exp(h). Optionally a cross-entropy
 /// with labels on cpu:0 before the send (to inject a data error).
-plan::Plan twoDevicePlan(bool withLabels) {
+plan::Plan twoDevicePlan(bool withLabels, int64_t n = 4) {
   PlanBuilder b;
   uint32_t d0 = b.device("cpu:0"), d1 = b.device("cpu:1");
-  uint32_t x = b.buffer(d0, "x", plan::DType::F32, {4}, plan::Region::Persistent);
-  uint32_t h = b.buffer(d0, "h", plan::DType::F32, {4}, plan::Region::Arena);
+  uint32_t x = b.buffer(d0, "x", plan::DType::F32, {n}, plan::Region::Persistent);
+  uint32_t h = b.buffer(d0, "h", plan::DType::F32, {n}, plan::Region::Arena);
   b.p.inputs.push_back(b.ref(d0, x));
   if (withLabels) {
     uint32_t logits = b.buffer(d0, "logits", plan::DType::F32, {2, 2}, plan::Region::Arena);
@@ -94,8 +96,8 @@ plan::Plan twoDevicePlan(bool withLabels) {
     b.p.inputs.push_back(b.ref(d0, labels));
   }
   b.kernel(d0, "scale", {x}, h, {{"value", 2.0}});
-  uint32_t h1 = b.buffer(d1, "h.to.cpu1", plan::DType::F32, {4}, plan::Region::Arena);
-  uint32_t z = b.buffer(d1, "z", plan::DType::F32, {4}, plan::Region::Persistent);
+  uint32_t h1 = b.buffer(d1, "h.to.cpu1", plan::DType::F32, {n}, plan::Region::Arena);
+  uint32_t z = b.buffer(d1, "z", plan::DType::F32, {n}, plan::Region::Persistent);
   b.transfer(d0, h, d1, h1, 0);
   b.kernel(d1, "exp", {h1}, z);
   b.p.outputs.push_back(b.ref(d1, z));
@@ -149,7 +151,14 @@ TEST(Executor, ThreadsAreCappedByDevices) {
   EXPECT_EQ(Executor(p, cpuBackendFactory(), nullptr, {}, 1).numThreads(), 1u);
   EXPECT_EQ(Executor(p, cpuBackendFactory(), nullptr, {}, 2).numThreads(), 2u);
   EXPECT_EQ(Executor(p, cpuBackendFactory(), nullptr, {}, 8).numThreads(), 2u);
-  EXPECT_GE(Executor(p).numThreads(), 1u);
+  // By default, a plan doing little work per message runs on one thread...
+  EXPECT_EQ(Executor(p).numThreads(), 1u);
+  // ... and one doing more gets a thread per device, cores permitting (each
+  // kernel reads and writes 2 x 64Ki elements per message here).
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  EXPECT_EQ(Executor(twoDevicePlan(false, 1 << 16)).numThreads(),
+            std::min<size_t>(2, size_t(CPU_COUNT(&set))));
   // One hosted device: one thread, whatever is asked.
   EXPECT_EQ(Executor(p, cpuBackendFactory(), nullptr, {true, false}, 2).numThreads(), 1u);
 }
