@@ -105,11 +105,8 @@ plan::Plan twoDevicePlan(bool withLabels, int64_t n = 4) {
   return b.p;
 }
 
-TEST(Executor, TransfersBetweenDevices) {
-  plan::Plan p = twoDevicePlan(false);
-  ASSERT_TRUE(plan::verifyPlan(p).empty()) << plan::verifyPlan(p).front();
-  Executor ex(p);
-  EXPECT_EQ(ex.numDevices(), 2u);
+/// Three steps of twoDevicePlan(false): z = exp(2 x) arrives on cpu:1.
+void expectThreeTransfers(Executor &ex) {
   std::vector<float> x = {0, 0.5f, -1, 1};
   for (int step = 0; step < 3; ++step) {
     x[0] = float(step);
@@ -118,24 +115,33 @@ TEST(Executor, TransfersBetweenDevices) {
     std::vector<float> z = ex.readFloats(*ex.findOutput("z"));
     for (size_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(z[i], float(std::exp(2.0 * x[i])));
   }
+}
+
+TEST(Executor, TransfersBetweenDevices) {
+  plan::Plan p = twoDevicePlan(false);
+  ASSERT_TRUE(plan::verifyPlan(p).empty()) << plan::verifyPlan(p).front();
+  Executor ex(p, cpuBackendFactory(), nullptr, {}, 2);
+  EXPECT_EQ(ex.numDevices(), 2u);
+  expectThreeTransfers(ex);
   DeviceStats s = ex.stats();
   EXPECT_EQ(s.bytesSent, 3u * 16);
   EXPECT_EQ(s.bytesReceived, 3u * 16);
   EXPECT_EQ(ex.instructionsPerStep(), 4u);
 }
 
-TEST(Executor, ErrorOnOneDeviceStopsAllWithoutHanging) {
+/// A good step, then a label out of range on cpu:0 while cpu:1 waits for
+/// its message, on `threads` threads: the executor must wake cpu:1 (closing
+/// the channels) and report cpu:0's error, then refuse to go on.
+void expectLabelErrorStopsBoth(unsigned threads) {
   plan::Plan p = twoDevicePlan(true);
   ASSERT_TRUE(plan::verifyPlan(p).empty()) << plan::verifyPlan(p).front();
-  Executor ex(p);
+  Executor ex(p, cpuBackendFactory(), nullptr, {}, threads);
   std::vector<float> x = {0, 0.5f, -1, 1};
   std::vector<int32_t> good = {0, 1}, bad = {0, 5};
   ex.write(*ex.findInput("x"), x.data(), 16);
   ex.write(*ex.findInput("labels"), good.data(), 8);
   ex.step();
   ex.write(*ex.findInput("labels"), bad.data(), 8);
-  // cpu:1 is blocked in its recv when cpu:0 fails: the executor must close the
-  // channels so that it wakes up, and report cpu:0's error.
   try {
     ex.step();
     FAIL() << "expected a UserError";
@@ -145,6 +151,11 @@ TEST(Executor, ErrorOnOneDeviceStopsAllWithoutHanging) {
   }
   EXPECT_THROW(ex.step(), UserError);
 }
+
+TEST(Executor, ErrorOnOneDeviceStopsAllWithoutHanging) { expectLabelErrorStopsBoth(2); }
+
+/// The failing device shares its thread with the one that waits for it.
+TEST(Executor, ErrorOnASharedThreadStopsWithoutHanging) { expectLabelErrorStopsBoth(1); }
 
 TEST(Executor, ThreadsAreCappedByDevices) {
   plan::Plan p = twoDevicePlan(false);
@@ -166,40 +177,15 @@ TEST(Executor, ThreadsAreCappedByDevices) {
 TEST(Executor, DevicesSharingAThreadExchangeMessages) {
   plan::Plan p = twoDevicePlan(false);
   Executor ex(p, cpuBackendFactory(), nullptr, {}, 1);
-  std::vector<float> x = {0, 0.5f, -1, 1};
-  for (int step = 0; step < 3; ++step) {
-    x[0] = float(step);
-    ex.write(*ex.findInput("x"), x.data(), 16);
-    ex.step();
-    std::vector<float> z = ex.readFloats(*ex.findOutput("z"));
-    for (size_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(z[i], float(std::exp(2.0 * x[i])));
-  }
+  expectThreeTransfers(ex);
   EXPECT_EQ(ex.stats().bytesReceived, 3u * 16);
-}
-
-/// The failing device shares its thread with the one that waits for it: the
-/// error still surfaces, and nothing hangs.
-TEST(Executor, ErrorOnASharedThreadStopsWithoutHanging) {
-  plan::Plan p = twoDevicePlan(true);
-  Executor ex(p, cpuBackendFactory(), nullptr, {}, 1);
-  std::vector<float> x = {0, 0.5f, -1, 1};
-  std::vector<int32_t> bad = {0, 5};
-  ex.write(*ex.findInput("x"), x.data(), 16);
-  ex.write(*ex.findInput("labels"), bad.data(), 8);
-  try {
-    ex.step();
-    FAIL() << "expected a UserError";
-  } catch (const UserError &e) {
-    EXPECT_EQ(e.where(), "device cpu:0, instruction 1 (softmax_cross_entropy 'ce')");
-  }
-  EXPECT_THROW(ex.step(), UserError);
 }
 
 TEST(Executor, ManyStepsAreDeterministic) {
   plan::Plan p = twoDevicePlan(false);
   std::vector<float> last[2];
   for (int run = 0; run < 2; ++run) {
-    Executor ex(p);
+    Executor ex(p, cpuBackendFactory(), nullptr, {}, 2);
     std::vector<float> x = {0.1f, 0.2f, 0.3f, 0.4f};
     for (int step = 0; step < 200; ++step) {
       ex.write(*ex.findInput("x"), x.data(), 16);
