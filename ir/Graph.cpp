@@ -115,6 +115,15 @@ bool repeated(const std::vector<Node *> &inputs, size_t i) {
 
 } // namespace
 
+bool Graph::namesRegistered() const {
+  // The keys are distinct and each names a node of the graph carrying that
+  // name, so they name distinct nodes; as many keys as nodes is all of them.
+  if (byName_.size() != nodes_.size()) return false;
+  for (const auto &[name, n] : byName_)
+    if (!contains(n) || n->name != name) return false;
+  return true;
+}
+
 std::vector<Node *> Graph::topoOrder() const {
   // Per-node state lives in arrays indexed by creation id (ids are unique
   // and below nextId_), not in hash maps keyed by pointer: this runs before

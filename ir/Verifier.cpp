@@ -60,9 +60,7 @@ private:
     // When every node is registered under its own name, no two nodes share
     // one (the registry maps a name to one node), and a set of the names
     // seen is not needed.
-    bool allRegistered = true;
-    for (const auto &n : g_.nodes()) allRegistered = allRegistered && g_.find(n->name) == n.get();
-    if (allRegistered) {
+    if (g_.namesRegistered()) {
       for (const auto &n : g_.nodes())
         if (n->name.empty()) report(*n, "empty name");
       return;
