@@ -46,9 +46,9 @@ TEST(CborWriter, SignedIntegersAtEveryWidthBoundary) {
 
 TEST(CborWriter, RealsInTheShortestExactForm) {
   const double inf = std::numeric_limits<double>::infinity();
-  for (double v : {0.0, -0.0, 0.5, -2.0, 0.1, 1e-3, 0.9, 0.999, 1e-8, 1e-300, 1e300, double(FLT_MAX),
-                   -double(FLT_MAX), double(FLT_MIN), double(FLT_TRUE_MIN), 1e39, inf, -inf,
-                   std::nan("")})
+  for (double v : {0.0, -0.0, 0.5, -2.0, 0.1, 1e-3, 0.9, 0.999, 1e-8, 1e-300, 1e300,
+                   double(FLT_MAX), -double(FLT_MAX), double(FLT_MIN), double(FLT_TRUE_MIN), 1e39,
+                   inf, -inf, std::nan("")})
     EXPECT_EQ(written([&](plan::CborWriter &w) { w.writeDouble(v); }), json::to_cbor(json(v))) << v;
 }
 
@@ -63,7 +63,11 @@ TEST(CborWriter, StringsArraysMapsAndSimpleValues) {
     EXPECT_EQ(written([&](plan::CborWriter &w) { w.writeInts(ids); }), json::to_cbor(json(ids)))
         << n;
   }
-  json obj = {{"a", true}, {"b", false}, {"c", nullptr}, {"d", json::object()}, {"e", json::array()}};
+  json obj = {{"a", true},
+              {"b", false},
+              {"c", nullptr},
+              {"d", json::object()},
+              {"e", json::array()}};
   EXPECT_EQ(written([](plan::CborWriter &w) {
               w.beginMap(5);
               w.key("a").writeBool(true);

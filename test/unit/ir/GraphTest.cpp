@@ -157,7 +157,8 @@ TEST(Graph, TopoOrderIsLeastIdFirstOnRandomGraphs) {
         continue;
       }
       std::vector<Node *> ins;
-      for (int k = 0, m = 1 + int(rng() % 3); k < m; ++k) ins.push_back(nodes[rng() % nodes.size()]);
+      for (int k = 0, m = 1 + int(rng() % 3); k < m; ++k)
+        ins.push_back(nodes[rng() % nodes.size()]);
       nodes.push_back(g.addOp("n" + std::to_string(i), OpKind::Add, ins, {}, kT));
     }
     // A node gets, as an extra operand, a node created after it (which
