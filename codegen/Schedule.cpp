@@ -83,15 +83,17 @@ std::vector<std::vector<size_t>> executionSuccessors(const ir::Graph &graph) {
   auto index = [&](const ir::Node *n) { return byId[size_t(n->id)]; };
   std::vector<std::vector<size_t>> succ(nodes.size());
   std::vector<std::vector<const ir::Node *>> users(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    std::vector<const ir::Node *> ins(nodes[i]->inputs.begin(), nodes[i]->inputs.end());
-    std::sort(ins.begin(), ins.end(), [&](auto *a, auto *b) { return index(a) < index(b); });
-    ins.erase(std::unique(ins.begin(), ins.end()), ins.end());
-    for (const ir::Node *in : ins) {
-      succ[index(in)].push_back(i);
-      users[index(in)].push_back(nodes[i].get());
+  // A node using a value twice is its successor once: it is that value's
+  // last user so far (no copy and sort of each operand list).
+  std::vector<size_t> lastUser(nodes.size(), SIZE_MAX);
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (const ir::Node *in : nodes[i]->inputs) {
+      size_t k = index(in);
+      if (lastUser[k] == i) continue;
+      lastUser[k] = i;
+      succ[k].push_back(i);
+      users[k].push_back(nodes[i].get());
     }
-  }
   // Two updates of one tensor (batch_norm_update's micro-batch replicas)
   // run in creation order, which is micro-batch order.
   std::vector<size_t> lastUpdate(nodes.size(), SIZE_MAX);
