@@ -12,7 +12,7 @@
 //      build/bench/mpc-compile-bench [LAYERS...]
 //      build/bench/mpc-compile-bench --emit-model N > chain.json
 // (the second form writes the model, for timing an `mpc` binary on it:
-// scripts/compile-time.sh). Figures: docs/passes.md, "Compile time".
+// scripts/compile-time.py). Figures: docs/passes.md, "Compile time".
 //
 //===----------------------------------------------------------------------===//
 #include "bench/ChainModel.h"

@@ -17,9 +17,10 @@
 
 #include "ir/Graph.h"
 #include "runtime/plan/Plan.h"
+#include "support/Error.h"
 
+#include <cstdint>
 #include <map>
-#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -27,24 +28,34 @@ namespace mpc::codegen {
 
 /// Where a value lives once lowered.
 struct ValueSlot {
-  uint32_t device = 0; ///< index in Plan::devices
-  uint32_t buffer = 0; ///< buffer id on that device
+  static constexpr uint32_t kNone = UINT32_MAX;
+  uint32_t device = kNone; ///< index in Plan::devices; kNone: no buffer yet
+  uint32_t buffer = 0;     ///< buffer id on that device
 };
 
-/// State shared by the steps of one lowering.
+/// State shared by the steps of one lowering. Per-node facts live in arrays
+/// indexed by node id (ir::Graph::idBound), not in maps keyed by node: they
+/// are looked up for every operand of every instruction, and an array keeps
+/// that a load instead of a hash probe into a table as large as the graph.
 struct LoweringState {
   const ir::Graph &graph;
   std::vector<ir::Node *> topo;            ///< execution order (orderNodes)
   std::map<std::string, uint32_t> devices; ///< "cpu:1" -> index in Plan::devices
-  /// Looked up per operand of every instruction and never iterated (the
-  /// order of everything lowering emits comes from `topo`), so hashed.
-  std::unordered_map<const ir::Node *, ValueSlot> slots;
-  /// Pipelined plans: the schedule action each op node belongs to.
-  std::unordered_map<const ir::Node *, plan::Action> actions;
+  std::vector<uint32_t> deviceById;        ///< node id -> index in Plan::devices
+  std::vector<ValueSlot> slots;            ///< node id -> its buffer (createBuffers)
+  /// Pipelined plans: node id -> the schedule action the op node belongs to.
+  std::vector<plan::Action> actions;
   plan::Plan plan;
 
-  explicit LoweringState(const ir::Graph &g) : graph(g) {}
-  uint32_t deviceOf(const ir::Node *n) const { return devices.at(n->device); }
+  explicit LoweringState(const ir::Graph &g)
+      : graph(g), slots(g.idBound()), actions(g.idBound()) {}
+  uint32_t deviceOf(const ir::Node *n) const { return deviceById[size_t(n->id)]; }
+  /// The buffer of `n`'s value; it must have one.
+  const ValueSlot &slotOf(const ir::Node *n) const {
+    const ValueSlot &s = slots[size_t(n->id)];
+    MPC_ASSERT(s.device != ValueSlot::kNone, "no buffer for '" + n->name + "'");
+    return s;
+  }
 };
 
 // Values.cpp

@@ -390,7 +390,7 @@ private:
       if (!n->isOp()) continue;
       plan::Action tag = tags_[i];
       if (tag.stage >= 0) tag.stage = dense.count(tag.stage) ? dense.at(tag.stage) : -1;
-      st_.actions[n] = tag;
+      st_.actions[size_t(n->id)] = tag;
     }
   }
 

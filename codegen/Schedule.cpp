@@ -50,10 +50,14 @@ namespace {
 
 enum Phase : int { kBeforeUse = 0, kAtPosition = 1, kAfterProducer = 2 };
 
+/// Where an instruction goes: its key in the global order, its device, and
+/// its index in the list of instructions made. The keys are sorted, not the
+/// instructions themselves (which are large), and each instruction is moved
+/// once, to its device's list.
 struct Item {
-  uint32_t device;
   std::tuple<size_t, int, size_t> key; ///< (position, phase, tie-break)
-  plan::Instr instr;
+  uint32_t device;
+  size_t instr;
 };
 
 plan::AttrMap convertAttrs(const ir::AttrMap &attrs) {
@@ -64,8 +68,7 @@ plan::AttrMap convertAttrs(const ir::AttrMap &attrs) {
 }
 
 plan::Action actionOf(const LoweringState &st, const ir::Node *n) {
-  auto it = st.actions.find(n);
-  return it == st.actions.end() ? plan::Action{} : it->second;
+  return st.actions[size_t(n->id)];
 }
 
 bool updatesInPlace(const ir::Node *n) { return n->isOp() && n->info().has(ir::kOptimizer); }
@@ -80,15 +83,17 @@ std::vector<std::vector<size_t>> executionSuccessors(const ir::Graph &graph) {
   auto index = [&](const ir::Node *n) { return byId[size_t(n->id)]; };
   std::vector<std::vector<size_t>> succ(nodes.size());
   std::vector<std::vector<const ir::Node *>> users(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    std::vector<const ir::Node *> ins(nodes[i]->inputs.begin(), nodes[i]->inputs.end());
-    std::sort(ins.begin(), ins.end(), [&](auto *a, auto *b) { return index(a) < index(b); });
-    ins.erase(std::unique(ins.begin(), ins.end()), ins.end());
-    for (const ir::Node *in : ins) {
-      succ[index(in)].push_back(i);
-      users[index(in)].push_back(nodes[i].get());
+  // A node using a value twice is its successor once: it is that value's
+  // last user so far (no copy and sort of each operand list).
+  std::vector<size_t> lastUser(nodes.size(), SIZE_MAX);
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (const ir::Node *in : nodes[i]->inputs) {
+      size_t k = index(in);
+      if (lastUser[k] == i) continue;
+      lastUser[k] = i;
+      succ[k].push_back(i);
+      users[k].push_back(nodes[i].get());
     }
-  }
   // Two updates of one tensor (batch_norm_update's micro-batch replicas)
   // run in creation order, which is micro-batch order.
   std::vector<size_t> lastUpdate(nodes.size(), SIZE_MAX);
@@ -148,11 +153,16 @@ void scheduleInstructions(LoweringState &st) {
     }
 
   std::vector<Item> items;
+  std::vector<plan::Instr> instrs;
+  auto emit = [&](uint32_t device, std::tuple<size_t, int, size_t> key, plan::Instr in) {
+    items.push_back({key, device, instrs.size()});
+    instrs.push_back(std::move(in));
+  };
   uint32_t nextChannel = 0;
   for (size_t p = 0; p < st.topo.size(); ++p) {
     const ir::Node *n = st.topo[p];
     if (!n->isOp()) continue;
-    const ValueSlot &out = st.slots.at(n);
+    const ValueSlot &out = st.slotOf(n);
     bool transfer = n->isOp(ir::OpKind::Copy) && n->inputs.size() == 1 &&
                     st.deviceOf(n->inputs[0]) != out.device;
     if (!transfer) {
@@ -163,19 +173,19 @@ void scheduleInstructions(LoweringState &st) {
       // A dropout's mask stream is its node's name unless it names another.
       if (n->isOp(ir::OpKind::Dropout)) in.attrs["key"] = ir::dropoutKeyName(*n);
       for (const ir::Node *operand : n->inputs) {
-        const ValueSlot &s = st.slots.at(operand);
+        const ValueSlot &s = st.slotOf(operand);
         MPC_ASSERT(s.device == out.device, "operand of '" + n->name + "' on another device");
         in.inputs.push_back(s.buffer);
       }
       in.output = out.buffer;
       in.node = n->name;
       in.action = actionOf(st, n);
-      items.push_back({out.device, {p, kAtPosition, p}, std::move(in)});
+      emit(out.device, {p, kAtPosition, p}, std::move(in));
       continue;
     }
 
     const ir::Node *src = n->inputs[0];
-    const ValueSlot &from = st.slots.at(src);
+    const ValueSlot &from = st.slotOf(src);
     uint32_t channel = nextChannel++;
 
     plan::Instr send;
@@ -185,7 +195,7 @@ void scheduleInstructions(LoweringState &st) {
     send.channel = channel;
     send.node = n->name;
     send.action = actionOf(st, src);
-    items.push_back({from.device, {pos(src), kAfterProducer, p}, std::move(send)});
+    emit(from.device, {pos(src), kAfterProducer, p}, std::move(send));
 
     plan::Instr recv;
     recv.kind = plan::InstrKind::Recv;
@@ -203,12 +213,16 @@ void scheduleInstructions(LoweringState &st) {
       for (const ir::Node *u : users) first = std::min(first, pos(u));
       key = {first, kBeforeUse, p};
     }
-    items.push_back({out.device, key, std::move(recv)});
+    emit(out.device, key, std::move(recv));
   }
 
   std::stable_sort(items.begin(), items.end(),
                    [](const Item &a, const Item &b) { return a.key < b.key; });
-  for (Item &item : items) st.plan.devices[item.device].instrs.push_back(std::move(item.instr));
+  std::vector<size_t> perDevice(st.plan.devices.size(), 0);
+  for (const Item &item : items) ++perDevice[item.device];
+  for (size_t d = 0; d < perDevice.size(); ++d) st.plan.devices[d].instrs.reserve(perDevice[d]);
+  for (const Item &item : items)
+    st.plan.devices[item.device].instrs.push_back(std::move(instrs[item.instr]));
 }
 
 } // namespace mpc::codegen

@@ -79,23 +79,34 @@ void checkAndCollectDevices(LoweringState &st) {
   }
   // parseDevice normalises ("cpu:01" would print as "cpu:1"); nodes keep the
   // user's spelling, so map that spelling too.
-  for (const ir::Node *n : st.topo) st.devices.emplace(n->device, st.devices.at(ir::parseDevice(n->device)->str()));
+  st.deviceById.assign(g.idBound(), 0);
+  for (const ir::Node *n : st.topo) {
+    auto it = st.devices.find(n->device);
+    if (it == st.devices.end())
+      it = st.devices.emplace(n->device, st.devices.at(ir::parseDevice(n->device)->str())).first;
+    st.deviceById[size_t(n->id)] = it->second;
+  }
 }
 
 void createBuffers(LoweringState &st) {
   const ir::Graph &g = st.graph;
   std::set<std::string> persistentNames(g.outputs.begin(), g.outputs.end());
   if (!g.loss.empty()) persistentNames.insert(g.loss);
-  std::map<const ir::Node *, int> users;
+  // How many distinct nodes use each node, by id (a node using a value
+  // twice counts once: it is that value's last user so far).
+  std::vector<int> users(g.idBound(), 0), lastUser(g.idBound(), -1);
   for (const auto &n : g.nodes())
-    for (const ir::Node *in : std::set<const ir::Node *>(n->inputs.begin(), n->inputs.end()))
-      ++users[in];
+    for (const ir::Node *in : n->inputs)
+      if (lastUser[size_t(in->id)] != n->id) {
+        lastUser[size_t(in->id)] = n->id;
+        ++users[size_t(in->id)];
+      }
   // A matmul's accumulator (op(a) op(b) + c) that nothing else reads is
   // updated in place: the result takes c's arena buffer.
   auto accumulatesInPlace = [&](const ir::Node *n) {
     if (!n->isOp(ir::OpKind::MatMul) || n->inputs.size() != 3) return false;
     const ir::Node *c = n->inputs[2];
-    return c->isOp() && users[c] == 1 && c != n->inputs[0] && c != n->inputs[1] &&
+    return c->isOp() && users[size_t(c->id)] == 1 && c != n->inputs[0] && c != n->inputs[1] &&
            c->device == n->device && !persistentNames.count(c->name) &&
            !persistentNames.count(n->name);
   };
@@ -103,11 +114,11 @@ void createBuffers(LoweringState &st) {
     uint32_t dev = st.deviceOf(n);
     if (isOptimizerUpdate(n)) {
       MPC_ASSERT(!n->inputs.empty(), "optimizer update " + n->name + " without operands");
-      st.slots[n] = st.slots.at(n->inputs[0]);
+      st.slots[size_t(n->id)] = st.slotOf(n->inputs[0]);
       continue;
     }
     if (accumulatesInPlace(n)) {
-      st.slots[n] = st.slots.at(n->inputs[2]);
+      st.slots[size_t(n->id)] = st.slotOf(n->inputs[2]);
       continue;
     }
     plan::DeviceProgram &program = st.plan.devices[dev];
@@ -119,7 +130,7 @@ void createBuffers(LoweringState &st) {
     b.bytes = uint64_t(n->type.byteSize());
     bool persistent = n->isLeaf() || persistentNames.count(n->name);
     b.region = persistent ? plan::Region::Persistent : plan::Region::Arena;
-    st.slots[n] = ValueSlot{dev, b.id};
+    st.slots[size_t(n->id)] = ValueSlot{dev, b.id};
     program.buffers.push_back(std::move(b));
   }
 }
@@ -131,7 +142,7 @@ void describeInterface(LoweringState &st) {
     r.name = n->name;
     r.dtype = toPlan(n->type.dtype);
     r.shape = n->type.shape;
-    const ValueSlot &s = st.slots.at(n);
+    const ValueSlot &s = st.slotOf(n);
     r.device = s.device;
     r.buffer = s.buffer;
     return r;

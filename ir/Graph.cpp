@@ -115,6 +115,15 @@ bool repeated(const std::vector<Node *> &inputs, size_t i) {
 
 } // namespace
 
+bool Graph::namesRegistered() const {
+  // The keys are distinct and each names a node of the graph carrying that
+  // name, so they name distinct nodes; as many keys as nodes is all of them.
+  if (byName_.size() != nodes_.size()) return false;
+  for (const auto &[name, n] : byName_)
+    if (!contains(n) || n->name != name) return false;
+  return true;
+}
+
 std::vector<Node *> Graph::topoOrder() const {
   // Per-node state lives in arrays indexed by creation id (ids are unique
   // and below nextId_), not in hash maps keyed by pointer: this runs before
@@ -140,18 +149,35 @@ std::vector<Node *> Graph::topoOrder() const {
     for (size_t i = 0; i < n->inputs.size(); ++i)
       if (!repeated(n->inputs, i) && member(n->inputs[i]))
         usersOf[fill[size_t(n->inputs[i]->id)]++] = n.get();
+  // Kahn's algorithm, always taking the ready node of least id. byId_
+  // lists the nodes by id, so a scan over it finds the least ready node at
+  // or after the scan position; only a node that becomes ready behind the
+  // scan (a user created before its operand, as when insert-copies rewires
+  // users to a new copy) waits in a heap. When creation order is already
+  // topological, as it mostly is, the heap stays empty and the whole order
+  // is one pass over byId_.
   auto later = [](const Node *a, const Node *b) { return a->id > b->id; };
-  std::priority_queue<Node *, std::vector<Node *>, decltype(later)> ready(later);
-  for (const auto &n : nodes_)
-    if (pending[size_t(n->id)] == 0) ready.push(n.get());
+  std::priority_queue<Node *, std::vector<Node *>, decltype(later)> behind(later);
+  size_t scan = 0;
   std::vector<Node *> order;
   order.reserve(nodes_.size());
-  while (!ready.empty()) {
-    Node *n = ready.top();
-    ready.pop();
+  for (;;) {
+    while (scan < ids && (!byId_[scan] || pending[scan] != 0)) ++scan;
+    // Everything in the heap lies behind the scan, so it comes first.
+    Node *n = nullptr;
+    if (!behind.empty()) {
+      n = behind.top();
+      behind.pop();
+    } else if (scan < ids) {
+      n = byId_[scan++];
+    } else {
+      break;
+    }
     order.push_back(n);
-    for (size_t k = first[size_t(n->id)]; k < first[size_t(n->id) + 1]; ++k)
-      if (--pending[size_t(usersOf[k]->id)] == 0) ready.push(usersOf[k]);
+    for (size_t k = first[size_t(n->id)]; k < first[size_t(n->id) + 1]; ++k) {
+      Node *u = usersOf[k];
+      if (--pending[size_t(u->id)] == 0 && size_t(u->id) < scan) behind.push(u);
+    }
   }
   if (order.size() != nodes_.size()) {
     // Report the first node (by creation) that never became ready.

@@ -143,6 +143,9 @@ public:
               AttrMap attrs, TensorType type);
 
   Node *find(const std::string &name) const;
+  /// Whether every node is registered under its own name for find() and
+  /// nothing else is: one pass over the registry, not a lookup per node.
+  bool namesRegistered() const;
   /// Whether `n` is a node of this graph (false for nullptr), in O(1).
   bool contains(const Node *n) const {
     return n && n->id >= 0 && size_t(n->id) < byId_.size() && byId_[size_t(n->id)] == n;

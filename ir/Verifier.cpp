@@ -31,6 +31,7 @@ public:
   std::vector<std::string> run() {
     checkNames();
     std::vector<const Node *> sound;
+    shapeOk_.assign(g_.idBound(), 0);
     for (const auto &n : g_.nodes())
       if (checkNode(*n)) sound.push_back(n.get());
     bool acyclic = checkAcyclic();
@@ -60,9 +61,7 @@ private:
     // When every node is registered under its own name, no two nodes share
     // one (the registry maps a name to one node), and a set of the names
     // seen is not needed.
-    bool allRegistered = true;
-    for (const auto &n : g_.nodes()) allRegistered = allRegistered && g_.find(n->name) == n.get();
-    if (allRegistered) {
+    if (g_.namesRegistered()) {
       for (const auto &n : g_.nodes())
         if (n->name.empty()) report(*n, "empty name");
       return;
@@ -79,7 +78,9 @@ private:
   /// whether the node is sound enough for its shape rule to be re-run.
   bool checkNode(const Node &n) {
     bool ok = true;
-    if (!checkedNumElements(n.type.shape)) {
+    if (checkedNumElements(n.type.shape)) {
+      shapeOk_[size_t(n.id)] = 1;
+    } else {
       report(n, "invalid or overflowing shape " + shapeStr(n.type.shape));
       ok = false;
     }
@@ -148,8 +149,9 @@ private:
   }
 
   void checkType(const Node &n) {
+    // Sound nodes' operands are nodes of the graph, checked by checkNode.
     for (const Node *in : n.inputs)
-      if (!checkedNumElements(in->type.shape)) return; // reported on the operand
+      if (!shapeOk_[size_t(in->id)]) return; // reported on the operand
     try {
       TensorType t = inferNodeType(n.info(), n.inputs, n.attrs);
       if (t != n.type)
@@ -274,6 +276,8 @@ private:
 
   const Graph &g_;
   std::vector<std::string> errors_;
+  /// By node id: whether checkNode found the node's shape valid.
+  std::vector<char> shapeOk_;
 };
 
 } // namespace

@@ -152,66 +152,73 @@ public:
 
   bool run(Graph &g, PassContext &ctx) override {
     const PassOptions &opts = ctx.options;
-    std::map<const Node *, std::string> dev = resolveAnnotations(g, opts);
+    std::map<const Node *, std::string> pinned = resolveAnnotations(g, opts);
 
     std::vector<Node *> order = g.topoOrder();
-    if (opts.placement == "auto") autoPlace(g, order, ctx, dev);
+    if (opts.placement == "auto") autoPlace(g, order, ctx, pinned);
     else if (opts.placement != "explicit")
       throw UserError(g.sourceFile, "--placement",
                       "unknown placement '" + opts.placement + "' (expected explicit or auto)");
 
+    // Each node's device as it becomes known, by node id: a pointer to a
+    // string of `pinned` or to `fallback`, which outlive it (an array, not a
+    // map of strings: it is read for every operand and user of every node).
+    std::string fallback = opts.devices.empty() ? "cpu:0" : opts.devices.front();
+    std::vector<const std::string *> dev(g.idBound(), nullptr);
+    for (const auto &[n, d] : pinned) dev[size_t(n->id)] = &d;
+    auto devOf = [&](const Node *n) -> const std::string *& { return dev[size_t(n->id)]; };
+
     // Step 3: forward propagation.
     for (Node *n : order) {
-      if (dev.count(n) || isColocated(*n)) continue;
+      if (devOf(n) || isColocated(*n)) continue;
       for (const Node *in : n->inputs)
-        if (auto it = dev.find(in); it != dev.end()) {
-          dev[n] = it->second;
+        if (devOf(in)) {
+          devOf(n) = devOf(in);
           break;
         }
     }
     // Step 4: backward propagation from consumers, first in topological order.
-    std::map<const Node *, std::vector<Node *>> consumers;
+    std::vector<std::vector<Node *>> consumers(g.idBound());
     for (Node *n : order)
       for (const Node *in : n->inputs) {
-        auto &list = consumers[in];
+        auto &list = consumers[size_t(in->id)];
         if (list.empty() || list.back() != n) list.push_back(n);
       }
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       Node *n = *it;
-      if (dev.count(n) || isColocated(*n)) continue;
-      for (const Node *u : consumers[n])
-        if (auto d = dev.find(u); d != dev.end()) {
-          dev[n] = d->second;
+      if (devOf(n) || isColocated(*n)) continue;
+      for (const Node *u : consumers[size_t(n->id)])
+        if (devOf(u)) {
+          devOf(n) = devOf(u);
           break;
         }
     }
     // Step 5: the default device.
-    std::string fallback = opts.devices.empty() ? "cpu:0" : opts.devices.front();
     for (Node *n : order)
-      if (!dev.count(n) && !isColocated(*n)) dev[n] = fallback;
+      if (!devOf(n) && !isColocated(*n)) devOf(n) = &fallback;
 
     // Step 6: colocation, in topological order so that chains of backward
     // nodes resolve front to back.
     for (Node *n : order) {
-      if (dev.count(n)) continue;
+      if (devOf(n)) continue;
       const Node *anchor = nullptr;
       if (n->kind == ir::NodeKind::State || n->backward) anchor = g.find(n->origin);
       else if (n->isOp() && !n->inputs.empty()) anchor = n->inputs.front(); // the param
-      if (anchor && dev.count(anchor)) {
-        dev[n] = dev.at(anchor);
+      if (anchor && devOf(anchor)) {
+        devOf(n) = devOf(anchor);
         continue;
       }
       for (const Node *in : n->inputs)
-        if (auto d = dev.find(in); d != dev.end()) {
-          dev[n] = d->second;
+        if (devOf(in)) {
+          devOf(n) = devOf(in);
           break;
         }
-      if (!dev.count(n)) dev[n] = fallback;
+      if (!devOf(n)) devOf(n) = &fallback;
     }
 
     bool changed = false;
     for (Node *n : order) {
-      const std::string &d = dev.at(n);
+      const std::string &d = *devOf(n);
       if (n->device != d) {
         n->device = d;
         changed = true;

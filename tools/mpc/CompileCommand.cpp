@@ -11,6 +11,7 @@
 #include "ir/Printer.h"
 #include "runtime/plan/PlanIO.h"
 #include "support/FileIO.h"
+#include "tools/mpc/BuryPointer.h"
 #include "tools/mpc/Commands.h"
 #include "tools/mpc/CommonOptions.h"
 #include "tools/mpc/NumericFlags.h"
@@ -55,13 +56,16 @@ void addCompileCommand(CLI::App &app) {
       writeFileAtomic(args->output, ir::writeModelJson(*graph));
       return;
     }
-    plan::Plan p =
-        codegen::lowerToPlan(*graph, codegen::LowerOptions{args->seed, !args->noInPlace});
+    auto p = std::make_unique<plan::Plan>(
+        codegen::lowerToPlan(*graph, codegen::LowerOptions{args->seed, !args->noInPlace}));
     if (args->common.stats) {
-      codegen::printPlanStats(p, std::cerr);
-      codegen::printPipelineStats(*graph, p, std::cerr);
+      codegen::printPlanStats(*p, std::cerr);
+      codegen::printPipelineStats(*graph, *p, std::cerr);
     }
-    plan::writePlanFile(args->output, p);
+    plan::writePlanFile(args->output, *p);
+    // The process ends here: leave the memory to the operating system.
+    buryPointer(std::move(graph));
+    buryPointer(std::move(p));
   });
 }
 

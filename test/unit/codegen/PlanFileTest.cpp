@@ -23,6 +23,8 @@
 #include <set>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -336,6 +338,66 @@ TEST(PlanFile, BrokenCrossReferencesAreRejectedByTheVerifier) {
 std::vector<uint8_t> examplePlanBytes() {
   std::string json = readFileText(std::string(MPC_SOURCE_DIR) + "/examples/regression3/model.json");
   return plan::serializePlan(compiler::compileModel(json));
+}
+
+/// The meta in `f` is the bytes nlohmann::json::to_cbor gives for the same
+/// document (decoded and encoded again): the streaming writer sorts every
+/// map's keys and uses the shortest forms, as the tree-based writer did.
+void expectNlohmannEncoding(const std::vector<uint8_t> &f, const std::string &what) {
+  std::vector<uint8_t> meta(f.begin() + plan::metaOffset(),
+                            f.begin() + plan::metaOffset() + metaLen(f));
+  EXPECT_EQ(json::to_cbor(json::from_cbor(meta)), meta) << what;
+}
+
+TEST(PlanFile, MetaIsNlohmannsEncodingOfTheSameDocument) {
+  expectNlohmannEncoding(seedPlanBytes(), "seed graph");
+  expectNlohmannEncoding(examplePlanBytes(), "regression3");
+  passes::PassOptions pipelined;
+  pipelined.microbatches = 4;
+  pipelined.schedule = "1f1b";
+  std::string model =
+      readFileText(std::string(MPC_SOURCE_DIR) + "/examples/regression3/model.json");
+  expectNlohmannEncoding(plan::serializePlan(compiler::compileModel(model, pipelined)),
+                         "regression3, 1f1b");
+
+  // Every field and value kind, at the edges of their encodings; the plan
+  // need not be valid, only written.
+  plan::Plan p;
+  p.model = std::string(300, 'm');
+  p.seed = ~0ull;
+  plan::DeviceProgram d;
+  d.device = "cpu:0";
+  d.arenaBytes = 1ull << 40;
+  d.buffers.push_back({0, "a", plan::DType::I32, {}, plan::Region::Arena, 64, 4});
+  plan::Instr k;
+  k.op = "test";
+  k.node = "n";
+  k.attrs = {{"b", false}, {"i", std::numeric_limits<int64_t>::min()}, {"j", int64_t(-25)},
+             {"f", std::nan("")}, {"g", -std::numeric_limits<double>::infinity()},
+             {"h", 0.1}, {"s", std::string(70000, 's')}, {"l", std::vector<int64_t>(300, -1)}};
+  k.inputs = std::vector<uint32_t>(30, 70000);
+  k.action = {plan::Action::Forward, 3, 1};
+  plan::Instr send;
+  send.kind = plan::InstrKind::Send;
+  send.inputs = {0};
+  send.peer = 1;
+  send.channel = 1u << 31;
+  send.action = {plan::Action::Update, -1, -1};
+  plan::Instr recv;
+  recv.kind = plan::InstrKind::Recv;
+  recv.output = 0;
+  d.instrs = {k, send, recv};
+  p.devices = {d, d};
+  p.inputs.push_back({"x", plan::DType::F32, {100, 2}, 1, 0});
+  p.optimizer = {"sgd", {{"lr", 0.01}, {"momentum", 0.0}, {"nesterov", 1.0}}};
+  p.pipeline = {3, "gpipe", {0, 1, 0}};
+  p.ops = {{"test", 0, ~0u, {{"b", plan::AttrKind::Bool}, {"l", plan::AttrKind::Ints}}}};
+  p.initialValues = {std::vector<uint8_t>(5, 1), {}, std::vector<uint8_t>(130, 2)};
+  expectNlohmannEncoding(plan::serializePlan(p), "every field");
+  p.devices[0].instrs[0].action = {};
+  p.hasLoss = true;
+  p.pipeline = {};
+  expectNlohmannEncoding(plan::serializePlan(p), "no pipeline, a loss");
 }
 
 /// Where the first kernel `op` of the plan lies: (device, instruction).
