@@ -29,3 +29,15 @@ function(mpc_add_library name)
   mpc_apply_settings(${name})
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
 endfunction()
+
+# Links the allocator chosen by MPC_ALLOCATOR (the root CMakeLists.txt) into
+# a program: jemalloc and its settings (support/JemallocConf.cpp), or
+# nothing for the system malloc. Linked into the executable, jemalloc's
+# malloc and free take the place of glibc's for the whole process, modules
+# loaded later (the CUDA backend) included.
+function(mpc_use_allocator target)
+  if(MPC_JEMALLOC)
+    target_sources(${target} PRIVATE ${PROJECT_SOURCE_DIR}/support/JemallocConf.cpp)
+    target_link_libraries(${target} PRIVATE ${MPC_JEMALLOC})
+  endif()
+endfunction()

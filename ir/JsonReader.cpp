@@ -178,10 +178,10 @@ public:
   bool key(json::string_t &k) {
     Frame &f = frames_.back();
     f.key = k;
-    if (!f.keys.insert(k).second)
-      throw UserError(file_, pointer(), "duplicate key " + quoteName(k));
     // ordered_map is a vector of (key, value) pairs.
     auto &entries = *f.value->get_ptr<json::object_t *>();
+    if (seenBefore(f, entries, k))
+      throw UserError(file_, pointer(), "duplicate key " + quoteName(k));
     slot_ = &entries.emplace_back(std::move(k), nullptr).second;
     return true;
   }
@@ -197,10 +197,27 @@ private:
   struct Frame {
     json *value;
     bool isArray;
+    /// An object's keys, once it has kLinearKeys of them.
     std::unordered_set<std::string> keys;
     std::string key;
     size_t next;
   };
+
+  /// Most objects of a model are small (a node has a handful of keys), and
+  /// a look through their few keys costs less than a hash set's allocations;
+  /// a large object ("params", one key per parameter) gets the set once it
+  /// reaches this size, so the check stays linear.
+  static constexpr size_t kLinearKeys = 16;
+
+  /// Whether the object being read already has the key `k`.
+  static bool seenBefore(Frame &f, const json::object_t &entries, const std::string &k) {
+    if (entries.size() < kLinearKeys)
+      return std::any_of(entries.begin(), entries.end(),
+                         [&](const auto &e) { return e.first == k; });
+    if (f.keys.empty())
+      for (const auto &e : entries) f.keys.insert(e.first);
+    return !f.keys.insert(k).second;
+  }
 
   /// Where a new value goes: the root, the end of the innermost array, or
   /// the slot of the key just read. Returns the stored value.

@@ -232,24 +232,32 @@ private:
   }
 
   void checkGradients() {
+    // Each entry's two names are looked up once, here; the params are then
+    // checked through gradOf, by id.
+    std::vector<const Node *> gradOf(g_.idBound(), nullptr);
+    std::vector<char> hasEntry(g_.idBound(), 0);
     for (const auto &[param, grad] : g_.gradients) {
       const Node *p = g_.find(param);
       if (!p || p->kind != NodeKind::Param)
         report("gradient entry for '" + param + "', which is not a param");
-      if (!g_.find(grad))
+      const Node *gnode = g_.find(grad);
+      if (!gnode)
         report("gradient '" + grad + "' of '" + param + "' is not a value of the graph");
+      if (p) {
+        hasEntry[size_t(p->id)] = 1;
+        gradOf[size_t(p->id)] = gnode;
+      }
     }
     std::vector<const Node *> reaching = paramsReachingLoss();
     std::vector<char> reachingSet(g_.idBound(), 0);
     for (const Node *p : reaching) reachingSet[size_t(p->id)] = 1;
     for (const auto &n : g_.nodes()) {
       if (n->kind != NodeKind::Param || !reachingSet[size_t(n->id)]) continue;
-      auto it = g_.gradients.find(n->name);
-      if (it == g_.gradients.end()) {
+      if (!hasEntry[size_t(n->id)]) {
         report(*n, "reaches the loss but has no gradient (graph claims differentiated)");
         continue;
       }
-      const Node *gnode = g_.find(it->second);
+      const Node *gnode = gradOf[size_t(n->id)];
       if (!gnode) continue; // reported above
       if (gnode->type != n->type)
         report(*n, "gradient " + gnode->describe() + " has type " + gnode->type.str() +

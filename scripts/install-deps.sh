@@ -17,6 +17,7 @@ packages=(
   openmpi-bin libopenmpi-dev    # mpirun and MPI for multi-process runs
   fortunes fortunes-min         # text for the GPT example (examples/gpt/)
   dataset-fashion-mnist         # images for the CNN example (examples/fashion-mnist/)
+  libjemalloc-dev               # the mpc tool's allocator (MPC_ALLOCATOR, docs/passes.md)
 )
 
 missing=()

@@ -65,24 +65,24 @@ struct Verifier {
 
   void checkBuffers(size_t di) {
     const DeviceProgram &d = plan.devices[di];
-    std::string dp = "/devices/" + std::to_string(di);
     for (size_t i = 0; i < d.buffers.size(); ++i) {
       const Buffer &b = d.buffers[i];
-      std::string bp = dp + "/buffers/" + std::to_string(i);
-      if (b.id != i) report(bp, "buffer id " + std::to_string(b.id) + " differs from its index");
+      // Paths are spelt out only for a problem: this runs once per buffer.
+      auto bp = [&] { return "/devices/" + std::to_string(di) + "/buffers/" + std::to_string(i); };
+      if (b.id != i) report(bp(), "buffer id " + std::to_string(b.id) + " differs from its index");
       auto n = checkedElements(b.shape);
       if (!n) {
-        report(bp + "/shape", "invalid shape");
+        report(bp() + "/shape", "invalid shape");
         continue;
       }
       if (b.bytes != uint64_t(*n) * 4)
-        report(bp + "/bytes", std::to_string(b.bytes) + " bytes for " + shapeText(b.dtype, b.shape) +
+        report(bp() + "/bytes", std::to_string(b.bytes) + " bytes for " + shapeText(b.dtype, b.shape) +
                                   " (expected " + std::to_string(*n * 4) + ")");
       if (b.offset % kPlanAlignment != 0)
-        report(bp + "/offset", "offset " + std::to_string(b.offset) + " is not 64-byte aligned");
+        report(bp() + "/offset", "offset " + std::to_string(b.offset) + " is not 64-byte aligned");
       uint64_t limit = b.region == Region::Arena ? d.arenaBytes : d.persistentBytes;
       if (b.offset > limit || b.bytes > limit - b.offset)
-        report(bp, "bytes [" + std::to_string(b.offset) + ", +" + std::to_string(b.bytes) +
+        report(bp(), "bytes [" + std::to_string(b.offset) + ", +" + std::to_string(b.bytes) +
                        ") lie outside the " + (b.region == Region::Arena ? "arena" : "persistent region") +
                        " (" + std::to_string(limit) + " bytes)");
     }
@@ -130,46 +130,48 @@ struct Verifier {
     for (size_t i = 0; i < d.instrs.size(); ++i) {
       const Instr &in = d.instrs[i];
       if (in.kind != InstrKind::Kernel) continue;
-      std::string ip = "/devices/" + std::to_string(di) + "/instrs/" + std::to_string(i);
+      auto ip = [&] { return "/devices/" + std::to_string(di) + "/instrs/" + std::to_string(i); };
       const OpSignature *sig = findOpSignature(plan, in.op);
       if (!sig) {
-        report(ip + "/op", "op '" + in.op + "' has no entry in the plan's op table (/ops)");
+        report(ip() + "/op", "op '" + in.op + "' has no entry in the plan's op table (/ops)");
         continue;
       }
-      for (const auto &[where, msg] : checkKernel(in, *sig, d)) report(ip + where, msg);
+      for (const auto &[where, msg] : checkKernel(in, *sig, d)) report(ip() + where, msg);
     }
   }
 
   /// Returns false when an operand is out of range (later checks need valid ids).
   bool checkInstrs(size_t di) {
     const DeviceProgram &d = plan.devices[di];
-    std::string dp = "/devices/" + std::to_string(di);
     bool ok = true;
     for (size_t i = 0; i < d.instrs.size(); ++i) {
       const Instr &in = d.instrs[i];
-      std::string ip = dp + "/instrs/" + std::to_string(i);
-      auto checkId = [&](uint32_t id, const std::string &p) {
+      // Paths are spelt out only for a problem: this runs once per instruction.
+      auto ip = [&] { return "/devices/" + std::to_string(di) + "/instrs/" + std::to_string(i); };
+      auto checkId = [&](uint32_t id, auto path) {
         if (!validBuffer(d, id)) {
-          report(p, "buffer " + std::to_string(id) + " does not exist (" + d.device + " has " +
-                        std::to_string(d.buffers.size()) + " buffers)");
+          report(path(), "buffer " + std::to_string(id) + " does not exist (" + d.device + " has " +
+                             std::to_string(d.buffers.size()) + " buffers)");
           ok = false;
         }
       };
-      for (size_t k = 0; k < in.inputs.size(); ++k) checkId(in.inputs[k], ip + "/inputs/" + std::to_string(k));
+      for (size_t k = 0; k < in.inputs.size(); ++k)
+        checkId(in.inputs[k], [&] { return ip() + "/inputs/" + std::to_string(k); });
+      auto output = [&] { return ip() + "/output"; };
       switch (in.kind) {
       case InstrKind::Kernel:
-        if (in.op.empty()) report(ip + "/op", "kernel without an op name");
-        checkId(in.output, ip + "/output");
+        if (in.op.empty()) report(ip() + "/op", "kernel without an op name");
+        checkId(in.output, output);
         break;
       case InstrKind::Send:
       case InstrKind::Recv:
         if (in.kind == InstrKind::Send && in.inputs.size() != 1) {
-          report(ip + "/inputs", "a send takes exactly one buffer, got " + std::to_string(in.inputs.size()));
+          report(ip() + "/inputs", "a send takes exactly one buffer, got " + std::to_string(in.inputs.size()));
           ok = false;
         }
-        if (in.kind == InstrKind::Recv) checkId(in.output, ip + "/output");
+        if (in.kind == InstrKind::Recv) checkId(in.output, output);
         if (in.peer >= plan.devices.size() || in.peer == di) {
-          report(ip + "/peer", "peer " + std::to_string(in.peer) + " is not another device of the plan");
+          report(ip() + "/peer", "peer " + std::to_string(in.peer) + " is not another device of the plan");
           ok = false;
         }
         break;

@@ -20,7 +20,8 @@ int main(int argc, char **argv) {
                "Exit status: 0 success, 1 user error (bad model, flag, plan or data file),\n"
                "2 internal error (a bug in mpc).",
                "mpc"};
-  app.set_version_flag("--version", std::string("mpc ") + MPC_VERSION);
+  app.set_version_flag("--version", std::string("mpc ") + MPC_VERSION +
+                                         "\nallocator: " MPC_ALLOCATOR_NAME);
   app.require_subcommand(1);
   mpc::tool::addOptCommand(app);
   mpc::tool::addCompileCommand(app);

@@ -305,6 +305,19 @@ TEST(ReaderError, DuplicateName) {
             "model.json: error: /inputs/x: duplicate key 'x'");
   EXPECT_EQ(readError(R"({"mpc": 1, "nodes": [{"name": "a", "name": "b"}]})"),
             "model.json: error: /nodes/0/name: duplicate key 'name'");
+  // Large objects are checked through a set of their keys (the reader
+  // switches at 16 keys): a repeat of an early key, and of one after the
+  // switch, are both caught.
+  for (int repeat : {3, 20}) {
+    std::string inputs;
+    for (int i = 0; i < 24; ++i)
+      inputs += "\"x" + std::to_string(i) + "\": {\"shape\": [1]}, ";
+    inputs += "\"x" + std::to_string(repeat) + "\": {\"shape\": [2]}";
+    EXPECT_EQ(readError("{\"mpc\": 1, \"inputs\": {" + inputs + "}}"),
+              "model.json: error: /inputs/x" + std::to_string(repeat) + ": duplicate key 'x" +
+                  std::to_string(repeat) + "'")
+        << repeat;
+  }
 }
 
 TEST(ReaderError, Cycle) {
