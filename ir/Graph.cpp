@@ -49,10 +49,11 @@ std::string Node::describe() const {
 std::string Node::where() const { return jsonPath.empty() ? "'" + name + "'" : jsonPath; }
 
 Node *Graph::add(std::unique_ptr<Node> node) {
-  MPC_ASSERT(!byName_.count(node->name), "duplicate node name '" + node->name + "'");
-  node->id = nextId_++;
   Node *raw = node.get();
-  byName_[raw->name] = raw;
+  // One lookup registers the name and finds a clash (this runs per node).
+  bool fresh = byName_.try_emplace(raw->name, raw).second;
+  MPC_ASSERT(fresh, "duplicate node name '" + raw->name + "'");
+  raw->id = nextId_++;
   byId_.push_back(raw);
   nodes_.push_back(std::move(node));
   return raw;
@@ -215,12 +216,11 @@ void Graph::replaceAllUses(Node *from, Node *to) {
 }
 
 void Graph::rename(Node *n, const std::string &newName) {
-  MPC_ASSERT(!byName_.count(newName), "renaming '" + n->name + "' to the taken name '" +
-                                          newName + "'");
-  std::string old = n->name;
+  bool fresh = byName_.try_emplace(newName, n).second;
+  MPC_ASSERT(fresh, "renaming '" + n->name + "' to the taken name '" + newName + "'");
+  std::string old = std::move(n->name);
   byName_.erase(old);
   n->name = newName;
-  byName_[newName] = n;
   for (std::string &o : outputs)
     if (o == old) o = newName;
   if (loss == old) loss = newName;
