@@ -11,7 +11,11 @@
 
 #include <algorithm>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Not under ThreadSanitizer: GCC instruments the clones' ifunc resolvers
+// (__tsan_func_entry), and the loader runs them while relocating, before the
+// sanitizer's runtime is set up, so the program crashes before main.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_THREAD__)
 #define MPC_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define MPC_SIMD_CLONES
