@@ -51,7 +51,7 @@ std::string Node::where() const { return jsonPath.empty() ? "'" + name + "'" : j
 Node *Graph::add(std::unique_ptr<Node> node) {
   Node *raw = node.get();
   // One lookup registers the name and finds a clash (this runs per node).
-  bool fresh = byName_.try_emplace(raw->name, raw).second;
+  bool fresh = byName_.insert(raw);
   MPC_ASSERT(fresh, "duplicate node name '" + raw->name + "'");
   raw->id = nextId_++;
   byId_.push_back(raw);
@@ -100,8 +100,7 @@ Node *Graph::addOp(const std::string &n, OpKind op, std::vector<Node *> inputs,
 }
 
 Node *Graph::find(const std::string &n) const {
-  auto it = byName_.find(n);
-  return it == byName_.end() ? nullptr : it->second;
+  return byName_.find(n);
 }
 
 namespace {
@@ -119,10 +118,7 @@ bool repeated(const std::vector<Node *> &inputs, size_t i) {
 bool Graph::namesRegistered() const {
   // The keys are distinct and each names a node of the graph carrying that
   // name, so they name distinct nodes; as many keys as nodes is all of them.
-  if (byName_.size() != nodes_.size()) return false;
-  for (const auto &[name, n] : byName_)
-    if (!contains(n) || n->name != name) return false;
-  return true;
+  return byName_.size() == nodes_.size() && byName_.registeredUnderOwnNames(byId_);
 }
 
 std::vector<Node *> Graph::topoOrder() const {
@@ -216,11 +212,14 @@ void Graph::replaceAllUses(Node *from, Node *to) {
 }
 
 void Graph::rename(Node *n, const std::string &newName) {
-  bool fresh = byName_.try_emplace(newName, n).second;
-  MPC_ASSERT(fresh, "renaming '" + n->name + "' to the taken name '" + newName + "'");
+  MPC_ASSERT(!byName_.find(newName),
+             "renaming '" + n->name + "' to the taken name '" + newName + "'");
+  // The table's key is the node's name: out, rename, back in.
+  bool registered = byName_.erase(n->name, n);
+  MPC_ASSERT(registered, "renaming '" + n->name + "', which is not registered under its name");
   std::string old = std::move(n->name);
-  byName_.erase(old);
   n->name = newName;
+  byName_.insert(n);
   for (std::string &o : outputs)
     if (o == old) o = newName;
   if (loss == old) loss = newName;
@@ -230,7 +229,7 @@ void Graph::rename(Node *n, const std::string &newName) {
 void Graph::erase(Node *n) {
   MPC_ASSERT(users(n).empty(), "erasing node '" + n->name + "' that still has users");
   MPC_ASSERT(contains(n), "erasing a node of another graph");
-  byName_.erase(n->name);
+  byName_.erase(n->name, n);
   byId_[size_t(n->id)] = nullptr;
   auto it = std::find_if(nodes_.begin(), nodes_.end(),
                          [n](const auto &p) { return p.get() == n; });
@@ -248,7 +247,7 @@ void Graph::eraseAll(const std::unordered_set<const Node *> &dead) {
   size_t erased = 0;
   for (auto &n : nodes_)
     if (dead.count(n.get())) {
-      byName_.erase(n->name);
+      byName_.erase(n->name, n.get());
       byId_[size_t(n->id)] = nullptr;
       n.reset();
       ++erased;
@@ -258,10 +257,10 @@ void Graph::eraseAll(const std::unordered_set<const Node *> &dead) {
 }
 
 std::string Graph::uniqueName(const std::string &base) const {
-  if (!byName_.count(base)) return base;
+  if (!byName_.find(base)) return base;
   for (int i = 1;; ++i) {
     std::string cand = base + "." + std::to_string(i);
-    if (!byName_.count(cand)) return cand;
+    if (!byName_.find(cand)) return cand;
   }
 }
 
@@ -279,7 +278,7 @@ std::unique_ptr<Graph> Graph::clone() const {
   for (const auto &n : nodes_) {
     auto c = std::make_unique<Node>(*n);
     map[n.get()] = c.get();
-    g->byName_[c->name] = c.get();
+    g->byName_.insert(c.get());
     g->nodes_.push_back(std::move(c));
   }
   g->byId_.assign(byId_.size(), nullptr);

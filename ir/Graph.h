@@ -16,6 +16,7 @@
 
 #include "ir/Attribute.h"
 #include "ir/GradientMap.h"
+#include "ir/NameTable.h"
 #include "ir/OpInfo.h"
 #include "ir/OpKind.h"
 #include "ir/Type.h"
@@ -188,7 +189,7 @@ private:
   std::vector<std::unique_ptr<Node>> nodes_;
   /// Never iterated (outputs follow nodes_), so hashed: find() runs for
   /// every operand a pass resolves and every check the verifier makes.
-  std::unordered_map<std::string, Node *> byName_;
+  NameTable byName_;
   /// Node by creation id; nullptr for erased ids.
   std::vector<Node *> byId_;
   int nextId_ = 0;
