@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <queue>
 #include <unordered_map>
 
@@ -124,56 +125,61 @@ bool Graph::namesRegistered() const {
 std::vector<Node *> Graph::topoOrder() const {
   // Per-node state lives in arrays indexed by creation id (ids are unique
   // and below nextId_), not in hash maps keyed by pointer: this runs before
-  // and after every pass.
+  // and after every pass. The nodes themselves are read once, in creation
+  // order, to collect the edges as id pairs; everything after works on
+  // those arrays alone, so a large graph is not walked node by node again
+  // (each node a cache miss once the graph outgrows the caches).
   const size_t ids = idBound();
   // An operand that is not a node of this graph (a broken graph on its way
   // to the verifier) never becomes ready: its user is reported.
-  auto member = [&](const Node *in) { return contains(in); };
-  // The users of each node in one array (CSR): usersOf[first[id] ..
-  // first[id + 1]), in creation order.
   std::vector<int> pending(ids, 0);
-  std::vector<size_t> first(ids + 1, 0);
+  struct Edge {
+    int from, to;
+  };
+  std::vector<Edge> edges;
+  edges.reserve(nodes_.size() * 2);
   for (const auto &n : nodes_)
     for (size_t i = 0; i < n->inputs.size(); ++i) {
       if (repeated(n->inputs, i)) continue;
       ++pending[size_t(n->id)];
-      if (member(n->inputs[i])) ++first[size_t(n->inputs[i]->id) + 1];
+      if (contains(n->inputs[i])) edges.push_back({n->inputs[i]->id, n->id});
     }
+  // The users of each node in one array (CSR): usersOf[first[id] ..
+  // first[id + 1]), in creation order.
+  std::vector<size_t> first(ids + 1, 0);
+  for (const Edge &e : edges) ++first[size_t(e.from) + 1];
   for (size_t i = 0; i < ids; ++i) first[i + 1] += first[i];
-  std::vector<Node *> usersOf(first[ids]);
-  std::vector<size_t> fill(first.begin(), first.end() - 1);
-  for (const auto &n : nodes_)
-    for (size_t i = 0; i < n->inputs.size(); ++i)
-      if (!repeated(n->inputs, i) && member(n->inputs[i]))
-        usersOf[fill[size_t(n->inputs[i]->id)]++] = n.get();
-  // Kahn's algorithm, always taking the ready node of least id. byId_
-  // lists the nodes by id, so a scan over it finds the least ready node at
-  // or after the scan position; only a node that becomes ready behind the
-  // scan (a user created before its operand, as when insert-copies rewires
-  // users to a new copy) waits in a heap. When creation order is already
-  // topological, as it mostly is, the heap stays empty and the whole order
-  // is one pass over byId_.
-  auto later = [](const Node *a, const Node *b) { return a->id > b->id; };
-  std::priority_queue<Node *, std::vector<Node *>, decltype(later)> behind(later);
+  std::vector<int> usersOf(edges.size());
+  {
+    std::vector<size_t> fill(first.begin(), first.end() - 1);
+    for (const Edge &e : edges) usersOf[fill[size_t(e.from)]++] = e.to;
+  }
+  // Kahn's algorithm, always taking the ready node of least id. A scan
+  // over the ids in order finds the least ready node at or after the scan
+  // position; only a node that becomes ready behind the scan (a user
+  // created before its operand, as when insert-copies rewires users to a
+  // new copy) waits in a heap. When creation order is already topological,
+  // as it mostly is, the heap stays empty and the whole order is one pass.
+  std::priority_queue<int, std::vector<int>, std::greater<int>> behind;
   size_t scan = 0;
   std::vector<Node *> order;
   order.reserve(nodes_.size());
   for (;;) {
     while (scan < ids && (!byId_[scan] || pending[scan] != 0)) ++scan;
     // Everything in the heap lies behind the scan, so it comes first.
-    Node *n = nullptr;
+    size_t id;
     if (!behind.empty()) {
-      n = behind.top();
+      id = size_t(behind.top());
       behind.pop();
     } else if (scan < ids) {
-      n = byId_[scan++];
+      id = scan++;
     } else {
       break;
     }
-    order.push_back(n);
-    for (size_t k = first[size_t(n->id)]; k < first[size_t(n->id) + 1]; ++k) {
-      Node *u = usersOf[k];
-      if (--pending[size_t(u->id)] == 0 && size_t(u->id) < scan) behind.push(u);
+    order.push_back(byId_[id]);
+    for (size_t k = first[id]; k < first[id + 1]; ++k) {
+      int u = usersOf[k];
+      if (--pending[size_t(u)] == 0 && size_t(u) < scan) behind.push(u);
     }
   }
   if (order.size() != nodes_.size()) {

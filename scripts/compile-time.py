@@ -3,10 +3,12 @@
 
 For one or more mpc binaries side by side (an older commit's build as the
 baseline, then this one), prints the wall time of each size (best of 3 runs,
-2 above 4000 layers), each binary's exponent between the two largest sizes
-(1.0 is linear), and how many times faster each binary is than the first.
+2 above 4000 layers, or of --runs), each binary's exponent between the two
+largest sizes (1.0 is linear), and how many times faster each binary is than
+the first. The runs of all binaries and sizes are interleaved, round by
+round, so that a noisy stretch of a shared machine hits them alike.
 
-    scripts/compile-time.py [--layers 1000 4000 16000] [--bench BENCH] MPC [MPC...]
+    scripts/compile-time.py [--layers 1000 4000 16000] [--runs N] [--bench BENCH] MPC [MPC...]
 
 BENCH (default build/bench/mpc-compile-bench) writes the models
 (`--emit-model N`).
@@ -20,19 +22,17 @@ import tempfile
 import time
 
 
-def best_of(runs, cmd):
-    best = None
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        t = time.perf_counter() - start
-        best = t if best is None else min(best, t)
-    return best
+def timed(cmd):
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--layers", type=int, nargs="+", default=[1000, 4000, 16000])
+    ap.add_argument("--runs", type=int, default=0,
+                    help="runs per binary and size, best taken (default 3, 2 above 4000 layers)")
     ap.add_argument("--bench", default="build/bench/mpc-compile-bench")
     ap.add_argument("mpc", nargs="+")
     args = ap.parse_args()
@@ -43,11 +43,15 @@ def main():
             models[n] = os.path.join(work, f"chain{n}.json")
             with open(models[n], "w") as f:
                 subprocess.run([args.bench, "--emit-model", str(n)], check=True, stdout=f)
-        for mpc in args.mpc:
+        def runs(n):
+            return args.runs if args.runs > 0 else (3 if n <= 4000 else 2)
+        for r in range(max(runs(n) for n in args.layers)):
             for n in args.layers:
-                runs = 3 if n <= 4000 else 2
-                secs[mpc, n] = best_of(runs, [mpc, "compile", models[n], "-o",
-                                              os.path.join(work, "plan.bin")])
+                if r >= runs(n):
+                    continue
+                for mpc in args.mpc:
+                    t = timed([mpc, "compile", models[n], "-o", os.path.join(work, "plan.bin")])
+                    secs[mpc, n] = min(secs.get((mpc, n), t), t)
     width = max(len(m) for m in args.mpc) + 2
     print("mpc binary".ljust(width) + "".join(f"{n:>10} L" for n in args.layers) + "  exponent")
     for mpc in args.mpc:
