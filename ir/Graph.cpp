@@ -244,21 +244,25 @@ void Graph::erase(Node *n) {
 
 void Graph::eraseAll(const std::unordered_set<const Node *> &dead) {
   if (dead.empty()) return;
-  for (const auto &n : nodes_) {
-    if (dead.count(n.get())) continue;
-    for (const Node *in : n->inputs)
-      MPC_ASSERT(!dead.count(in), "erasing node '" + in->name + "' that '" + n->name +
-                                      "' still uses");
+  // Flags by id: one hash lookup per dead node, not one per node and
+  // operand of the graph.
+  std::vector<char> isDead(byId_.size(), 0);
+  for (const Node *d : dead) {
+    MPC_ASSERT(contains(d), "erasing nodes of another graph");
+    isDead[size_t(d->id)] = 1;
   }
-  size_t erased = 0;
+  for (const auto &n : nodes_) {
+    if (isDead[size_t(n->id)]) continue;
+    for (const Node *in : n->inputs)
+      MPC_ASSERT(!contains(in) || !isDead[size_t(in->id)],
+                 "erasing node '" + in->name + "' that '" + n->name + "' still uses");
+  }
   for (auto &n : nodes_)
-    if (dead.count(n.get())) {
+    if (isDead[size_t(n->id)]) {
       byName_.erase(n->name, n.get());
       byId_[size_t(n->id)] = nullptr;
       n.reset();
-      ++erased;
     }
-  MPC_ASSERT(erased == dead.size(), "erasing nodes of another graph");
   nodes_.erase(std::remove(nodes_.begin(), nodes_.end(), nullptr), nodes_.end());
 }
 

@@ -60,18 +60,21 @@ public:
                           loss->type.str());
     firstNewId_ = nextId();
     std::vector<Node *> order = g_.topoOrder();
-    std::unordered_set<const Node *> kept = keptNodes(order, loss);
+    // By id, over the nodes that exist now: the forward graph. (Arrays, not
+    // hash sets: this pass visits every node and operand.)
+    std::vector<char> kept = keptNodes(order, loss);
+    contributions_.assign(g_.idBound(), {});
 
     // Step 2: the seed.
     Builder seed = builderFor(*loss, "");
-    contributions_[loss].push_back({loss->id, seed.create(ir::OpKind::Fill, {},
+    contributions_[size_t(loss->id)].push_back({loss->id, seed.create(ir::OpKind::Fill, {},
                                                           {{"value", 1.0}, {"shape", ir::Shape{}}},
                                                           loss->name + ".grad")});
 
     // Step 3.
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       Node *n = *it;
-      if (!kept.count(n)) continue;
+      if (!kept[size_t(n->id)]) continue;
       Node *dOut = total(n);
       if (!dOut) continue;
       if (n->kind == ir::NodeKind::Param) {
@@ -98,8 +101,8 @@ public:
                      std::to_string(n->inputs.size()) + " operands");
       for (size_t i = 0; i < grads.size(); ++i) {
         Node *operand = n->inputs[i];
-        if (!grads[i] || !kept.count(operand)) continue;
-        contributions_[operand].push_back(
+        if (!grads[i] || !kept[size_t(operand->id)]) continue;
+        contributions_[size_t(operand->id)].push_back(
             {n->id, b.reduceToShape(grads[i], operand->type.shape)});
       }
     }
@@ -126,35 +129,34 @@ private:
     return b;
   }
 
-  /// Step 1: nodes on a path from a parameter to the loss.
-  std::unordered_set<const Node *> keptNodes(const std::vector<Node *> &order,
-                                             const Node *loss) {
-    std::unordered_set<const Node *> fromParam;
+  /// Step 1: nodes on a path from a parameter to the loss, flagged by id.
+  std::vector<char> keptNodes(const std::vector<Node *> &order, const Node *loss) const {
+    const size_t ids = g_.idBound();
+    std::vector<char> fromParam(ids, 0), toLoss(ids, 0), kept(ids, 0);
     for (const Node *n : order) {
       if (n->kind == ir::NodeKind::Param) {
-        fromParam.insert(n);
+        fromParam[size_t(n->id)] = 1;
         continue;
       }
       if (!n->isOp() || n->info().has(ir::kStopsGradient) || n->info().has(ir::kOptimizer))
         continue;
       if (std::any_of(n->inputs.begin(), n->inputs.end(),
-                      [&](const Node *in) { return fromParam.count(in) > 0; }))
-        fromParam.insert(n);
+                      [&](const Node *in) { return fromParam[size_t(in->id)] != 0; }))
+        fromParam[size_t(n->id)] = 1;
     }
-    std::unordered_set<const Node *> toLoss{loss};
+    toLoss[size_t(loss->id)] = 1;
     for (auto it = order.rbegin(); it != order.rend(); ++it)
-      if (toLoss.count(*it))
-        for (const Node *in : (*it)->inputs) toLoss.insert(in);
-    std::unordered_set<const Node *> kept;
+      if (toLoss[size_t((*it)->id)])
+        for (const Node *in : (*it)->inputs) toLoss[size_t(in->id)] = 1;
     for (const Node *n : order)
-      if (fromParam.count(n) && toLoss.count(n)) kept.insert(n);
+      kept[size_t(n->id)] = fromParam[size_t(n->id)] && toLoss[size_t(n->id)];
     return kept;
   }
 
   /// A node this pass created and that nothing else claims yet, which can
   /// therefore take the name `<value>.grad`.
   bool renamable(const Node *n) const {
-    return n->id >= firstNewId_ && n->isOp() && !claimed_.count(n);
+    return n->id >= firstNewId_ && n->isOp() && !claimed(n);
   }
 
   /// The gradient of `v`: its contributions, moved to v's device and summed
@@ -162,12 +164,12 @@ private:
   /// by every micro-batch that is micro-batch order, so each micro-batch's
   /// contribution is added (and freed) as soon as its backward has run.
   Node *total(Node *v) {
-    auto it = contributions_.find(v);
-    if (it == contributions_.end() || it->second.empty()) return nullptr;
-    std::stable_sort(it->second.begin(), it->second.end(),
+    auto &contributions = contributions_[size_t(v->id)];
+    if (contributions.empty()) return nullptr;
+    std::stable_sort(contributions.begin(), contributions.end(),
                      [](const auto &a, const auto &b) { return a.first < b.first; });
     std::vector<Node *> parts;
-    for (const auto &[consumer, part] : it->second) parts.push_back(part);
+    for (const auto &[consumer, part] : contributions) parts.push_back(part);
     Builder b = builderFor(*v, "");
     std::string want = v->name + ".grad";
     for (Node *&p : parts)
@@ -183,7 +185,7 @@ private:
         sum = accumulate(b, sum, parts[i], i + 1 == parts.size() ? want : want + ".partial",
                          std::count(parts.begin(), parts.end(), parts[i]) == 1);
     }
-    claimed_.insert(sum);
+    claim(sum);
     return sum;
   }
 
@@ -193,7 +195,7 @@ private:
   /// extra pass over memory, and codegen lets the sum be updated in place.
   Node *accumulate(Builder &b, Node *sum, Node *part, const std::string &name, bool single) {
     if (single && part->isOp(ir::OpKind::MatMul) && part->inputs.size() == 2 &&
-        part->id >= firstNewId_ && !claimed_.count(part) && g_.users(part).empty()) {
+        part->id >= firstNewId_ && !claimed(part) && g_.users(part).empty()) {
       Node *fused = b.create(ir::OpKind::MatMul, {part->inputs[0], part->inputs[1], sum},
                              part->attrs, name);
       g_.erase(part);
@@ -203,20 +205,21 @@ private:
   }
 
   void eraseDeadGradientNodes() {
-    std::unordered_set<const Node *> live;
+    std::vector<char> live(g_.idBound(), 0);
     std::vector<const Node *> work;
     for (const auto &[param, grad] : g_.gradients)
       if (const Node *n = g_.find(grad)) work.push_back(n);
     while (!work.empty()) {
       const Node *n = work.back();
       work.pop_back();
-      if (!live.insert(n).second) continue;
+      if (live[size_t(n->id)]) continue;
+      live[size_t(n->id)] = 1;
       for (const Node *in : n->inputs) work.push_back(in);
     }
     // Dead nodes are used only by dead nodes: they go all at once.
     std::unordered_set<const Node *> dead;
     for (const auto &n : g_.nodes())
-      if (n->id >= firstNewId_ && !live.count(n.get())) dead.insert(n.get());
+      if (n->id >= firstNewId_ && !live[size_t(n->id)]) dead.insert(n.get());
     g_.eraseAll(dead);
     ctx_.count("autodiff", "backward-nodes",
                int64_t(std::count_if(g_.nodes().begin(), g_.nodes().end(),
@@ -226,9 +229,20 @@ private:
   Graph &g_;
   PassContext &ctx_;
   int firstNewId_ = 0;
-  /// Per value: (id of the consumer, its gradient contribution).
-  std::unordered_map<const Node *, std::vector<std::pair<int, Node *>>> contributions_;
-  std::unordered_set<const Node *> claimed_;
+  /// By id of a forward value: (id of the consumer, its gradient
+  /// contribution).
+  std::vector<std::vector<std::pair<int, Node *>>> contributions_;
+  /// By id (of nodes this pass made, so it grows with them): whether the
+  /// node is a value's total gradient, which keeps its name.
+  std::vector<char> claimed_;
+
+  bool claimed(const Node *n) const {
+    return size_t(n->id) < claimed_.size() && claimed_[size_t(n->id)];
+  }
+  void claim(const Node *n) {
+    if (size_t(n->id) >= claimed_.size()) claimed_.resize(g_.idBound(), 0);
+    claimed_[size_t(n->id)] = 1;
+  }
 };
 
 class AutodiffPass : public Pass {
