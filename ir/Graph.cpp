@@ -119,7 +119,13 @@ bool repeated(const std::vector<Node *> &inputs, size_t i) {
 bool Graph::namesRegistered() const {
   // The keys are distinct and each names a node of the graph carrying that
   // name, so they name distinct nodes; as many keys as nodes is all of them.
-  return byName_.size() == nodes_.size() && byName_.registeredUnderOwnNames(byId_);
+  // Every node carries the name it is registered under, and the table
+  // holds as many entries as there are nodes: a node registered twice would
+  // leave another unregistered.
+  if (byName_.size() != nodes_.size()) return false;
+  for (const auto &n : nodes_)
+    if (!NameTable::registeredUnderOwnName(*n)) return false;
+  return true;
 }
 
 std::vector<Node *> Graph::topoOrder() const {

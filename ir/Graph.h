@@ -106,6 +106,10 @@ struct Node {
   /// Set by the microbatch pass: the micro-batch whose rows this node holds
   /// (its replica index); -1 for nodes shared by every micro-batch.
   int microbatch = -1;
+  /// Kept by the graph's name table (ir/NameTable.h): the hash of the name
+  /// the node is registered under, 0 while it is not registered. Lets the
+  /// verifier check every node's registration in one pass over the nodes.
+  uint64_t registeredHash = 0;
 
   bool isOp() const { return kind == NodeKind::Op; }
   bool isOp(OpKind k) const { return kind == NodeKind::Op && op == k; }

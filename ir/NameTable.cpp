@@ -14,7 +14,9 @@
 namespace mpc::ir {
 
 uint64_t NameTable::hashOf(std::string_view name) {
-  return uint64_t(std::hash<std::string_view>{}(name));
+  // Never 0, which Node::registeredHash keeps for "not registered".
+  uint64_t h = uint64_t(std::hash<std::string_view>{}(name));
+  return h ? h : 1;
 }
 
 Node *NameTable::find(std::string_view name) const {
@@ -34,11 +36,12 @@ bool NameTable::insert(Node *n) {
   for (; slots_[i].node; i = next(i))
     if (slots_[i].hash == h && slots_[i].node->name == n->name) return false;
   slots_[i] = {h, n};
+  n->registeredHash = h;
   ++size_;
   return true;
 }
 
-bool NameTable::erase(std::string_view name, const Node *n) {
+bool NameTable::erase(std::string_view name, Node *n) {
   if (size_ == 0 || !n) return false;
   uint64_t h = hashOf(name);
   size_t i = home(h);
@@ -55,6 +58,7 @@ bool NameTable::erase(std::string_view name, const Node *n) {
     hole = j;
   }
   slots_[hole] = {};
+  n->registeredHash = 0;
   --size_;
   return true;
 }
@@ -70,16 +74,8 @@ void NameTable::grow() {
   }
 }
 
-bool NameTable::registeredUnderOwnNames(const std::vector<Node *> &byId) const {
-  std::vector<char> seen(byId.size(), 0);
-  for (const Slot &s : slots_) {
-    if (!s.node) continue;
-    size_t id = size_t(s.node->id);
-    if (s.node->id < 0 || id >= byId.size() || byId[id] != s.node || seen[id]) return false;
-    seen[id] = 1;
-    if (hashOf(s.node->name) != s.hash) return false;
-  }
-  return true;
+bool NameTable::registeredUnderOwnName(const Node &n) {
+  return n.registeredHash != 0 && n.registeredHash == hashOf(n.name);
 }
 
 } // namespace mpc::ir

@@ -13,7 +13,7 @@
 // Because the key lives in the node, a node's name must not change while it
 // is registered: Graph::rename takes it out, renames it and puts it back.
 // A name changed behind the table's back is not found under either name,
-// and `registeredUnderOwnNames` (the verifier's check) reports it.
+// and `registeredUnderOwnName` (the verifier's check) reports it.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -36,12 +36,13 @@ public:
   bool insert(Node *n);
   /// Removes `n`, registered under `name` (its name when it was
   /// registered). Returns false when it is not registered so.
-  bool erase(std::string_view name, const Node *n);
+  bool erase(std::string_view name, Node *n);
   size_t size() const { return size_; }
-  /// Whether every entry's node is a node of the graph whose nodes by id
-  /// are `byId`, still carries the name it was registered under, and is
-  /// registered once. One pass over the table, in memory order.
-  bool registeredUnderOwnNames(const std::vector<Node *> &byId) const;
+  /// Whether `n` is registered (in some table) under the name it carries
+  /// now: its Node::registeredHash, set by insert and cleared by erase, is
+  /// the hash of its name. Reads the node alone, so a check of every node
+  /// is one pass over the nodes in creation order.
+  static bool registeredUnderOwnName(const Node &n);
 
 private:
   struct Slot {
