@@ -8,7 +8,13 @@ largest sizes (1.0 is linear), and how many times faster each binary is than
 the first. The runs of all binaries and sizes are interleaved, round by
 round, so that a noisy stretch of a shared machine hits them alike.
 
-    scripts/compile-time.py [--layers 1000 4000 16000] [--runs N] [--bench BENCH] MPC [MPC...]
+The plans are written to --out-dir, by default a temporary directory in
+/dev/shm where that exists: `mpc compile` fsyncs its output (support/
+FileIO.h), and a shared disk's flush of a 45 MB plan varies by tenths of a
+second from run to run. Pass --out-dir on a disk to time that too.
+
+    scripts/compile-time.py [--layers 1000 4000 16000] [--runs N] [--out-dir DIR]
+                            [--bench BENCH] MPC [MPC...]
 
 BENCH (default build/bench/mpc-compile-bench) writes the models
 (`--emit-model N`).
@@ -33,11 +39,16 @@ def main():
     ap.add_argument("--layers", type=int, nargs="+", default=[1000, 4000, 16000])
     ap.add_argument("--runs", type=int, default=0,
                     help="runs per binary and size, best taken (default 3, 2 above 4000 layers)")
+    ap.add_argument("--out-dir", default=None,
+                    help="where the plans are written (default: /dev/shm if it exists)")
     ap.add_argument("--bench", default="build/bench/mpc-compile-bench")
     ap.add_argument("mpc", nargs="+")
     args = ap.parse_args()
     secs = {}
-    with tempfile.TemporaryDirectory() as work:
+    out_parent = args.out_dir
+    if out_parent is None and os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+        out_parent = "/dev/shm"
+    with tempfile.TemporaryDirectory() as work, tempfile.TemporaryDirectory(dir=out_parent) as out:
         models = {}
         for n in args.layers:
             models[n] = os.path.join(work, f"chain{n}.json")
@@ -50,7 +61,7 @@ def main():
                 if r >= runs(n):
                     continue
                 for mpc in args.mpc:
-                    t = timed([mpc, "compile", models[n], "-o", os.path.join(work, "plan.bin")])
+                    t = timed([mpc, "compile", models[n], "-o", os.path.join(out, "plan.bin")])
                     secs[mpc, n] = min(secs.get((mpc, n), t), t)
     width = max(len(m) for m in args.mpc) + 2
     print("mpc binary".ljust(width) + "".join(f"{n:>10} L" for n in args.layers) + "  exponent")
