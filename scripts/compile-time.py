@@ -5,8 +5,12 @@ For one or more mpc binaries side by side (an older commit's build as the
 baseline, then this one), prints the wall time of each size (best of 3 runs,
 2 above 4000 layers, or of --runs), each binary's exponent between the two
 largest sizes (1.0 is linear), and how many times faster each binary is than
-the first. The runs of all binaries and sizes are interleaved, round by
-round, so that a noisy stretch of a shared machine hits them alike.
+the first. Each binary's runs go round by round over the sizes, so that a
+noisy stretch of a shared machine hits every size alike. The binaries run
+one after the other, not interleaved: a run right after another binary's
+large compile pays for the kernel reassembling the huge pages that one
+freed (up to 0.4 s more system time at 16k layers, seen on the development
+machine), which best-of-N would not filter out when every run follows one.
 
 The plans are written to --out-dir, by default a temporary directory in
 /dev/shm where that exists: `mpc compile` fsyncs its output (support/
@@ -56,11 +60,11 @@ def main():
                 subprocess.run([args.bench, "--emit-model", str(n)], check=True, stdout=f)
         def runs(n):
             return args.runs if args.runs > 0 else (3 if n <= 4000 else 2)
-        for r in range(max(runs(n) for n in args.layers)):
-            for n in args.layers:
-                if r >= runs(n):
-                    continue
-                for mpc in args.mpc:
+        for mpc in args.mpc:
+            for r in range(max(runs(n) for n in args.layers)):
+                for n in args.layers:
+                    if r >= runs(n):
+                        continue
                     t = timed([mpc, "compile", models[n], "-o", os.path.join(out, "plan.bin")])
                     secs[mpc, n] = min(secs.get((mpc, n), t), t)
     width = max(len(m) for m in args.mpc) + 2
