@@ -117,8 +117,6 @@ bool repeated(const std::vector<Node *> &inputs, size_t i) {
 } // namespace
 
 bool Graph::namesRegistered() const {
-  // The keys are distinct and each names a node of the graph carrying that
-  // name, so they name distinct nodes; as many keys as nodes is all of them.
   // Every node carries the name it is registered under, and the table
   // holds as many entries as there are nodes: a node registered twice would
   // leave another unregistered.
@@ -227,7 +225,7 @@ void Graph::rename(Node *n, const std::string &newName) {
   MPC_ASSERT(!byName_.find(newName),
              "renaming '" + n->name + "' to the taken name '" + newName + "'");
   // The table's key is the node's name: out, rename, back in.
-  bool registered = byName_.erase(n->name, n);
+  bool registered = NameTable::registeredUnderOwnName(*n) && byName_.erase(n);
   MPC_ASSERT(registered, "renaming '" + n->name + "', which is not registered under its name");
   std::string old = std::move(n->name);
   n->name = newName;
@@ -241,7 +239,7 @@ void Graph::rename(Node *n, const std::string &newName) {
 void Graph::erase(Node *n) {
   MPC_ASSERT(users(n).empty(), "erasing node '" + n->name + "' that still has users");
   MPC_ASSERT(contains(n), "erasing a node of another graph");
-  byName_.erase(n->name, n);
+  byName_.erase(n);
   byId_[size_t(n->id)] = nullptr;
   auto it = std::find_if(nodes_.begin(), nodes_.end(),
                          [n](const auto &p) { return p.get() == n; });
@@ -265,7 +263,7 @@ void Graph::eraseAll(const std::unordered_set<const Node *> &dead) {
   }
   for (auto &n : nodes_)
     if (isDead[size_t(n->id)]) {
-      byName_.erase(n->name, n.get());
+      byName_.erase(n.get());
       byId_[size_t(n->id)] = nullptr;
       n.reset();
     }

@@ -41,10 +41,9 @@ bool NameTable::insert(Node *n) {
   return true;
 }
 
-bool NameTable::erase(std::string_view name, Node *n) {
-  if (size_ == 0 || !n) return false;
-  uint64_t h = hashOf(name);
-  size_t i = home(h);
+bool NameTable::erase(Node *n) {
+  if (size_ == 0 || !n || n->registeredHash == 0) return false;
+  size_t i = home(n->registeredHash);
   for (; slots_[i].node != n; i = next(i))
     if (!slots_[i].node) return false;
   // Backward shift: move each later entry of the run into the hole when

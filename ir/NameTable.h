@@ -34,9 +34,9 @@ public:
   /// Registers `n` under its current name. Returns false, changing nothing,
   /// when a node is registered under that name already.
   bool insert(Node *n);
-  /// Removes `n`, registered under `name` (its name when it was
-  /// registered). Returns false when it is not registered so.
-  bool erase(std::string_view name, Node *n);
+  /// Removes `n`, found through the hash it was registered under
+  /// (Node::registeredHash). Returns false when it is not registered here.
+  bool erase(Node *n);
   size_t size() const { return size_; }
   /// Whether `n` is registered (in some table) under the name it carries
   /// now: its Node::registeredHash, set by insert and cleared by erase, is

@@ -36,7 +36,6 @@
 
 #include <algorithm>
 #include <iostream>
-#include <unordered_map>
 #include <unordered_set>
 
 namespace mpc::passes {

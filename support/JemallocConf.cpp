@@ -12,7 +12,7 @@
 // page faults and TLB misses. With 2 MiB pages that compile takes 1.8 s
 // instead of 3.0 s on the development machine (docs/passes.md, "Compile
 // time"). Where the kernel's THP mode is "never" the setting does nothing;
-// where it is "madvise" (Debian's default) jemalloc asks for them. The cost
+// in modes "always" and "madvise" jemalloc asks for them. The cost
 // is up to one partly used 2 MiB page per arena: a training run's peak RSS
 // stays within 1.3x of its minimum (scripts/peak-rss.py, docs/runtime.md).
 //

@@ -40,10 +40,10 @@ src_root = getattr(config, "mpc_src_root",
                    os.path.dirname(os.path.dirname(config.test_source_root)))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
 config.substitutions.append(("%examples", os.path.join(src_root, "examples")))
-# %numpy-python: the interpreter with Debian's python3-numpy (the build's
-# choice; python3 on PATH outside a build).
 # The allocator this build linked into mpc (MPC_ALLOCATOR), as --version names it.
 config.substitutions.append(("%allocator", getattr(config, "mpc_allocator", "system malloc")))
+# %numpy-python: the interpreter with Debian's python3-numpy (the build's
+# choice; python3 on PATH outside a build).
 config.substitutions.append(("%numpy-python", getattr(config, "mpc_numpy_python", "python3")))
 # %expect-exit N cmd...: cmd must exit with status N exactly.
 config.substitutions.append(("%expect-exit",

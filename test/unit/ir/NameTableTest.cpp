@@ -48,10 +48,10 @@ TEST(NameTable, AgreesWithAMapUnderRandomInsertsAndErasures) {
       byId.push_back(n.get());
       pool.push_back(std::move(n));
     } else if (auto it = want.find(name); it != want.end()) {
-      ASSERT_TRUE(table.erase(name, it->second)) << name;
+      ASSERT_TRUE(table.erase(it->second)) << name;
       want.erase(it);
     } else {
-      ASSERT_FALSE(table.erase(name, nullptr));
+      ASSERT_FALSE(table.erase(nullptr));
     }
     ASSERT_EQ(table.size(), want.size());
     if (step % 97 == 0)
@@ -69,19 +69,23 @@ TEST(NameTable, AgreesWithAMapUnderRandomInsertsAndErasures) {
   }
 }
 
-TEST(NameTable, EraseNeedsTheNodeRegisteredUnderThatName) {
-  Node a, b;
+TEST(NameTable, EraseTakesOnlyANodeRegisteredInThatTable) {
+  Node a, b, c;
   a.name = nodeName(1);
   b.name = nodeName(2);
-  NameTable table;
+  c.name = nodeName(3);
+  NameTable table, other;
   ASSERT_TRUE(table.insert(&a));
   ASSERT_TRUE(table.insert(&b));
-  EXPECT_FALSE(table.erase(a.name, &b));
-  EXPECT_FALSE(table.erase(nodeName(3), &a));
-  EXPECT_FALSE(table.erase(a.name, nullptr));
-  EXPECT_TRUE(table.erase(a.name, &a));
+  ASSERT_TRUE(other.insert(&c));
+  EXPECT_FALSE(table.erase(&c)); // registered, but in another table
+  EXPECT_FALSE(table.erase(nullptr));
+  EXPECT_TRUE(table.erase(&a));
+  EXPECT_FALSE(table.erase(&a)); // not any more
+  EXPECT_FALSE(NameTable::registeredUnderOwnName(a));
   EXPECT_EQ(table.find(a.name), nullptr);
   EXPECT_EQ(table.find(b.name), &b);
+  EXPECT_EQ(table.size(), 1u);
 }
 
 TEST(NameTable, ANameChangedBehindItsBackIsCaught) {
