@@ -16,7 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "bench/ChainModel.h"
-#include "compiler/CompileModel.h"
+#include "compiler/Compile.h"
 
 #include <algorithm>
 #include <chrono>

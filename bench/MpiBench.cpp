@@ -14,11 +14,11 @@
 // ratios, not absolute times.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/CompileModel.h"
+#include "compiler/Compile.h"
 #include "runtime/Channel.h"
 #include "runtime/mpi/MpiJob.h"
 #include "runtime/mpi/MpiTransport.h"
-#include "runtime/plan/PlanIO.h"
+#include "plan/PlanIO.h"
 #include "runtime/train/Trainer.h"
 #include "support/FileIO.h"
 
@@ -62,7 +62,7 @@ int roundsFor(size_t bytes, bool quick) {
   return quick ? std::max(2, r / 10) : r;
 }
 
-void transportTable(runtime::dist::ProcessGroup &group, bool quick) {
+void transportTable(runtime::job::ProcessGroup &group, bool quick) {
   const size_t sizes[] = {4u << 10, 64u << 10, 1u << 20, 16u << 20, 64u << 20};
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
@@ -113,12 +113,12 @@ void transportTable(runtime::dist::ProcessGroup &group, bool quick) {
 }
 
 /// Seconds per step of the trainer on `group` (all its ranks take part).
-double trainerStep(runtime::dist::ProcessGroup &group, const std::string &planFile,
+double trainerStep(runtime::job::ProcessGroup &group, const std::string &planFile,
                    const plan::Plan &p, int64_t steps) {
   runtime::train::TrainOptions opt;
   opt.planFile = planFile;
   for (const plan::TensorRef &t : p.inputs) {
-    runtime::io::NpyArray a;
+    io::NpyArray a;
     a.dtype = t.dtype;
     a.shape = t.shape;
     a.data.resize(size_t(t.numElements()) * 4);
@@ -140,7 +140,7 @@ double trainerStep(runtime::dist::ProcessGroup &group, const std::string &planFi
   return std::chrono::duration<double>(Clock::now() - start).count() / double(steps);
 }
 
-void seedTable(runtime::dist::ProcessGroup &group, bool quick) {
+void seedTable(runtime::job::ProcessGroup &group, bool quick) {
   plan::Plan p = compiler::compileModel(
       readFileText(std::string(MPC_SOURCE_DIR) + "/examples/regression3/model.json"));
   std::string planFile = "/tmp/mpc-mpi-bench-" + std::to_string(getppid()) + ".bin";
@@ -152,7 +152,7 @@ void seedTable(runtime::dist::ProcessGroup &group, bool quick) {
     if (size_t(group.size()) <= p.devices.size())
       many.push_back(trainerStep(group, planFile, p, steps));
     if (group.rank() == 0) {
-      std::unique_ptr<runtime::dist::ProcessGroup> local = runtime::dist::makeLocalGroup();
+      std::unique_ptr<runtime::job::ProcessGroup> local = runtime::job::makeLocalGroup();
       one.push_back(trainerStep(*local, planFile, p, steps));
     }
     group.allGather("");
@@ -176,7 +176,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   try {
-    std::unique_ptr<runtime::dist::ProcessGroup> group = runtime::mpi::joinJob();
+    std::unique_ptr<runtime::job::ProcessGroup> group = runtime::mpi::joinJob();
     if (group->size() < 2) {
       std::fprintf(stderr, "mpc-mpi-bench: needs 2 or more ranks (3 for the seed table)\n");
       return 1;

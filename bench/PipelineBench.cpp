@@ -24,7 +24,7 @@
 #include "bench/BenchUtil.h"
 #include "runtime/cpu/BlasCore.h"
 #include "runtime/Executor.h"
-#include "compiler/CompileModel.h"
+#include "compiler/Compile.h"
 
 #include <benchmark/benchmark.h>
 

@@ -26,7 +26,7 @@
 #include "runtime/cpu/BlasCore.h"
 #include "runtime/Executor.h"
 #include "support/FileIO.h"
-#include "compiler/CompileModel.h"
+#include "compiler/Compile.h"
 
 #include <benchmark/benchmark.h>
 #include <cblas.h>

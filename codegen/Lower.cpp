@@ -10,7 +10,7 @@
 #include "codegen/Lower.h"
 
 #include "codegen/LowerSteps.h"
-#include "runtime/plan/PlanIO.h"
+#include "plan/PlanIO.h"
 #include "support/Error.h"
 
 namespace mpc::codegen {

@@ -11,7 +11,7 @@
 #pragma once
 
 #include "ir/Graph.h"
-#include "runtime/plan/Plan.h"
+#include "plan/Plan.h"
 
 #include <cstdint>
 #include <ostream>

@@ -16,7 +16,7 @@
 #pragma once
 
 #include "ir/Graph.h"
-#include "runtime/plan/Plan.h"
+#include "plan/Plan.h"
 #include "support/Error.h"
 
 #include <cstdint>

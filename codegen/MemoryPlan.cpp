@@ -23,7 +23,7 @@
 
 #include "codegen/ArenaOccupancy.h"
 
-#include "runtime/plan/PlanFormat.h"
+#include "plan/PlanFormat.h"
 
 #include <algorithm>
 #include <optional>

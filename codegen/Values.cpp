@@ -18,7 +18,7 @@
 
 #include "ir/Device.h"
 #include "ir/Init.h"
-#include "runtime/plan/PlanFormat.h"
+#include "plan/PlanFormat.h"
 #include "support/Error.h"
 
 #include <algorithm>

@@ -67,7 +67,7 @@ Interpreter::step(const std::map<std::string, RefTensor> &inputs) {
           it->second.numElements() != n->type.numElements())
         throw UserError(graph_.sourceFile, "input '" + n->name + "'",
                         "value for input '" + n->name + "' has shape " +
-                            shapeStr(it->second.shape) + ", expected " + n->type.str());
+                            shapeText(it->second.shape) + ", expected " + n->type.str());
       slot[n] = &(values[n->name] = it->second);
       break;
     }

@@ -6,8 +6,8 @@
 // the offending element and the node (format in docs/ir.md).
 //
 // Steps:
-//   1. parse into nlohmann::ordered_json (object order is kept) from the SAX
-//      events, rejecting duplicate keys and absurd nesting on the way;
+//   1. parse strictly (support/StrictJson.h: object order kept, duplicate
+//      keys and absurd nesting rejected);
 //   2. check the top-level keys and the format version;
 //   3. create the leaves in file order: inputs, params, state;
 //   4. create the op nodes in array order, checking op, arity, attributes and
@@ -24,6 +24,7 @@
 #include "ir/JsonWriter.h"
 #include "support/Error.h"
 #include "support/FileIO.h"
+#include "support/StrictJson.h"
 #include "support/StringUtil.h"
 
 #include <nlohmann/json.hpp>
@@ -35,17 +36,12 @@
 #include <map>
 #include <queue>
 #include <set>
-#include <unordered_set>
 
 namespace mpc::ir {
 
 namespace {
 
 using json = nlohmann::ordered_json;
-
-/// Containers nested deeper than this are rejected while parsing; no model
-/// needs more than a handful of levels.
-constexpr int kMaxDepth = 64;
 
 const std::vector<std::string> kTopKeys = {"mpc",     "name",      "inputs", "params",
                                            "state",   "nodes",     "loss",   "outputs",
@@ -61,17 +57,6 @@ const std::vector<std::string> kSgdKeys = {"lr", "momentum", "dampening", "neste
                                            "weight_decay"};
 const std::vector<std::string> kPipelineKeys = {"microbatches", "schedule"};
 const std::vector<std::string> kAdamKeys = {"lr", "beta1", "beta2", "eps", "weight_decay"};
-
-/// Escapes one reference token of a JSON pointer (RFC 6901).
-std::string ptrToken(const std::string &key) {
-  std::string out;
-  for (char c : key) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
-  }
-  return out;
-}
 
 std::string child(const std::string &ptr, const std::string &key) {
   return ptr + "/" + ptrToken(key);
@@ -106,21 +91,8 @@ std::string formatNumber(double v) {
 
 /// "; did you mean 'x'?" when a candidate is close to `word`, else "".
 std::string suggestion(const std::string &word, const std::vector<std::string> &candidates) {
-  if (word.size() > 64) return "";
-  std::string best;
-  size_t bestDist = std::numeric_limits<size_t>::max();
-  for (const std::string &c : candidates) {
-    size_t d = editDistance(word, c);
-    if (d < bestDist) {
-      bestDist = d;
-      best = c;
-    }
-  }
-  // One edit per three characters; short names get no suggestion, as
-  // nearly every short name is close to another.
-  size_t limit = std::min(word.size(), best.size()) / 3;
-  if (best.empty() || bestDist > limit) return "";
-  return "; did you mean '" + best + "'?";
+  std::string hint = didYouMean(word, candidates);
+  return hint.empty() ? hint : "; " + hint;
 }
 
 /// Names: non-empty printable ASCII without spaces or the characters the
@@ -134,171 +106,6 @@ bool isValidName(const std::string &s) {
   return true;
 }
 
-std::string quoteName(const std::string &s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += '?';
-    else out += c;
-  }
-  if (out.size() > 80) out = out.substr(0, 77) + "...";
-  return out + "'";
-}
-
-/// Builds the parsed document from nlohmann's SAX events, tracking the path
-/// to reject duplicate object keys (nlohmann silently keeps one of them) and
-/// overly deep nesting, with a JSON pointer.
-///
-/// nlohmann's own DOM builder inserts each key through ordered_map's
-/// operator[], which searches the object's keys one by one: quadratic in the
-/// size of an object, and "params" has one key per parameter. Here the key
-/// is checked against a hash set first, so it is known to be new and is
-/// appended to the object's key list directly; order and contents are what
-/// nlohmann's builder gives.
-class DomBuilder {
-public:
-  explicit DomBuilder(std::string file) : file_(std::move(file)) {}
-
-  json take() { return std::move(root_); }
-
-  // The SAX interface nlohmann's parser calls (nlohmann::json_sax, bound
-  // statically: the parser is a template on the handler's type).
-  bool null() { return value(nullptr); }
-  bool boolean(bool v) { return value(v); }
-  bool number_integer(json::number_integer_t v) { return value(v); }
-  bool number_unsigned(json::number_unsigned_t v) { return value(v); }
-  bool number_float(json::number_float_t v, const json::string_t &) { return value(v); }
-  bool string(json::string_t &v) { return value(std::move(v)); }
-  bool binary(json::binary_t &v) { return value(std::move(v)); }
-
-  bool start_object(std::size_t) { return open(json::value_t::object, false); }
-  bool start_array(std::size_t) { return open(json::value_t::array, true); }
-  bool end_object() { return close(); }
-  bool end_array() { return close(); }
-
-  bool key(json::string_t &k) {
-    Frame &f = frames_.back();
-    f.key = k;
-    // ordered_map is a vector of (key, value) pairs.
-    auto &entries = *f.value->get_ptr<json::object_t *>();
-    if (seenBefore(f, entries, k))
-      throw UserError(file_, pointer(), "duplicate key " + quoteName(k));
-    slot_ = &entries.emplace_back(std::move(k), nullptr).second;
-    return true;
-  }
-
-  /// Rethrows what nlohmann reports (json::parse_error, or out_of_range for
-  /// a number that overflows) with its own type, as json::parse would.
-  template <class Exception>
-  bool parse_error(std::size_t, const std::string &, const Exception &e) {
-    throw e;
-  }
-
-private:
-  struct Frame {
-    json *value;
-    bool isArray;
-    /// An object's keys, once it has kLinearKeys of them.
-    std::unordered_set<std::string> keys;
-    std::string key;
-    size_t next;
-  };
-
-  /// Most objects of a model are small (a node has a handful of keys), and
-  /// a look through their few keys costs less than a hash set's allocations;
-  /// a large object ("params", one key per parameter) gets the set once it
-  /// reaches this size, so the check stays linear.
-  static constexpr size_t kLinearKeys = 16;
-
-  /// Whether the object being read already has the key `k`.
-  static bool seenBefore(Frame &f, const json::object_t &entries, const std::string &k) {
-    if (entries.size() < kLinearKeys)
-      return std::any_of(entries.begin(), entries.end(),
-                         [&](const auto &e) { return e.first == k; });
-    if (f.keys.empty())
-      for (const auto &e : entries) f.keys.insert(e.first);
-    return !f.keys.insert(k).second;
-  }
-
-  /// Where a new value goes: the root, the end of the innermost array, or
-  /// the slot of the key just read. Returns the stored value.
-  json *place(json &&v) {
-    if (frames_.empty()) {
-      root_ = std::move(v);
-      return &root_;
-    }
-    Frame &f = frames_.back();
-    if (f.isArray) {
-      // A value starts inside an array: advance the index in the pointer.
-      f.key = std::to_string(f.next++);
-      auto &items = *f.value->get_ptr<json::array_t *>();
-      return &items.emplace_back(std::move(v));
-    }
-    *slot_ = std::move(v);
-    return slot_;
-  }
-
-  bool value(json &&v) {
-    place(std::move(v));
-    return true;
-  }
-
-  bool open(json::value_t type, bool isArray) {
-    // The depth is the number of containers already open, as nlohmann's
-    // parser callback counts it.
-    if (!frames_.empty() && frames_.back().isArray) {
-      Frame &f = frames_.back();
-      f.key = std::to_string(f.next);
-    }
-    if (frames_.size() > size_t(kMaxDepth))
-      throw UserError(file_, pointer(),
-                      "nesting deeper than " + std::to_string(kMaxDepth) + " levels");
-    // Elements of an enclosing container are not added while this one is
-    // open, so the pointer to it stays valid until close().
-    json *v = place(json(type));
-    frames_.push_back({v, isArray, {}, {}, 0});
-    return true;
-  }
-
-  bool close() {
-    frames_.pop_back();
-    return true;
-  }
-
-  std::string pointer() const {
-    std::string p;
-    for (const Frame &f : frames_) p += "/" + ptrToken(f.key);
-    return p;
-  }
-
-  std::string file_;
-  json root_;
-  std::vector<Frame> frames_;
-  json *slot_ = nullptr;
-};
-
-/// Line and column (1-based) of the byte at 1-based offset `byte`.
-std::string lineCol(const std::string &text, size_t byte) {
-  size_t index = byte == 0 ? 0 : std::min(byte - 1, text.size());
-  size_t line = 1, lineStart = 0;
-  for (size_t i = 0; i < index; ++i)
-    if (text[i] == '\n') {
-      ++line;
-      lineStart = i + 1;
-    }
-  return std::to_string(line) + ":" + std::to_string(index - lineStart + 1);
-}
-
-/// nlohmann's message without its "[json.exception...] parse error at line
-/// L, column C: " prefix (the location is reported separately).
-std::string parserDetail(const std::string &what) {
-  std::string s = what;
-  if (size_t b = s.find("] "); b != std::string::npos && s.rfind("[json.exception", 0) == 0)
-    s = s.substr(b + 2);
-  if (s.rfind("parse error", 0) == 0) {
-    if (size_t c = s.find(": "); c != std::string::npos) s = s.substr(c + 2);
-  }
-  return s;
-}
 
 struct PendingNode {
   const json *obj = nullptr;
@@ -346,33 +153,7 @@ private:
     throw UserError(file_, where, message);
   }
 
-  json parse() {
-    // nlohmann's lexer takes a NUL byte for the end of the input, which would
-    // silently ignore whatever follows it.
-    if (size_t nul = text_.find('\0'); nul != std::string::npos)
-      fail(lineCol(text_, nul + 1), "syntax error: NUL byte in the file");
-    DomBuilder builder(file_);
-    try {
-      json::sax_parse(text_, &builder, json::input_format_t::json, /*strict=*/true,
-                      /*ignore_comments=*/false);
-      return builder.take();
-    } catch (const json::parse_error &e) {
-      std::string detail = parserDetail(e.what());
-      if (detail.rfind("syntax error", 0) != 0) detail = "syntax error: " + detail;
-      fail(lineCol(text_, e.byte), detail);
-    } catch (const json::exception &e) {
-      // Number overflow ("1e400") carries no position; find the token.
-      std::string detail = parserDetail(e.what());
-      const std::string prefix = "number overflow parsing '";
-      if (detail.rfind(prefix, 0) == 0 && detail.size() > prefix.size() + 1) {
-        std::string token = detail.substr(prefix.size(), detail.size() - prefix.size() - 1);
-        size_t at = text_.find(token);
-        fail(at == std::string::npos ? "" : lineCol(text_, at + 1),
-             "number " + token + " is out of range");
-      }
-      fail("", "invalid JSON: " + detail);
-    }
-  }
+  json parse() { return parseStrictJson(text_, file_); }
 
   static const json *find(const json &obj, const std::string &key) {
     auto it = obj.find(key);
@@ -460,7 +241,7 @@ private:
       shape.push_back(v);
     }
     if (!checkedNumElements(shape))
-      fail(sp, "overflowing shape of " + who + ": " + shapeStr(shape) + " has more than 2^40 "
+      fail(sp, "overflowing shape of " + who + ": " + shapeText(shape) + " has more than 2^40 "
                "elements");
     return shape;
   }
@@ -872,7 +653,7 @@ private:
         fail(p.ptr, "shape mismatch in " + who + ": " + msg);
       }
       if (!checkedNumElements(t.shape))
-        fail(p.ptr, "overflowing shape of " + who + ": result " + shapeStr(t.shape) +
+        fail(p.ptr, "overflowing shape of " + who + ": result " + shapeText(t.shape) +
                         " has more than 2^40 elements");
       p.node->type = t;
     }

@@ -99,7 +99,7 @@ struct OpInfo {
   const AttrSpec *findAttr(const std::string &name) const;
 
   /// The most operands of a variadic op: the plan format's bound on the
-  /// operand count of an op signature (runtime/plan/PlanReader.cpp).
+  /// operand count of an op signature (plan/PlanReader.cpp).
   static constexpr int kMaxVariadicArity = 64;
 };
 

@@ -34,16 +34,7 @@ int64_t TensorType::numElements() const {
   return n;
 }
 
-std::string shapeStr(const Shape &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) s += ",";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
-}
-
-std::string TensorType::str() const { return dtypeName(dtype) + shapeStr(shape); }
+std::string TensorType::str() const { return dtypeName(dtype) + shapeText(shape); }
 
 std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b) {
   size_t rank = std::max(a.size(), b.size());

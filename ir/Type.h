@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "support/StringUtil.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -44,7 +46,8 @@ struct TensorType {
   bool operator==(const TensorType &o) const = default;
 };
 
-std::string shapeStr(const Shape &shape);
+/// "[2,3]" (support/StringUtil.h).
+using mpc::shapeText;
 
 /// NumPy broadcasting of two shapes; nullopt when incompatible.
 std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b);

@@ -81,7 +81,7 @@ private:
     if (checkedNumElements(n.type.shape)) {
       shapeOk_[size_t(n.id)] = 1;
     } else {
-      report(n, "invalid or overflowing shape " + shapeStr(n.type.shape));
+      report(n, "invalid or overflowing shape " + shapeText(n.type.shape));
       ok = false;
     }
     if (!n.device.empty() && !parseDevice(n.device) && !isValidGroupName(n.device))

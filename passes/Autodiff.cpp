@@ -246,10 +246,6 @@ private:
 
 class AutodiffPass : public Pass {
 public:
-  std::string_view name() const override { return "autodiff"; }
-  std::string_view summary() const override {
-    return "append the reverse-mode gradient graph of the loss";
-  }
   bool run(Graph &g, PassContext &ctx) override {
     if (g.has(ir::kDifferentiated)) return false;
     Autodiff(g, ctx).run();

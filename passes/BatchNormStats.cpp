@@ -62,10 +62,6 @@ const Node *ownerParam(const Graph &g, const Node &n) {
 
 class BatchNormStatsPass : public Pass {
 public:
-  std::string_view name() const override { return "batch-norm-stats"; }
-  std::string_view summary() const override {
-    return "give batch_norm its running statistics: state, and in training their update";
-  }
 
   bool run(Graph &g, PassContext &ctx) override {
     const bool training = !g.loss.empty();

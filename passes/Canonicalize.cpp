@@ -39,10 +39,6 @@ bool isIdentityFold(const ir::Graph &g, const ir::Node &n) {
 
 class CanonicalizePass : public Pass {
 public:
-  std::string_view name() const override { return "canonicalize"; }
-  std::string_view summary() const override {
-    return "remove dead nodes, fold identity reshapes and transposes";
-  }
   bool run(ir::Graph &graph, PassContext &ctx) override {
     bool changed = false;
     std::set<std::string> outputs(graph.outputs.begin(), graph.outputs.end());

@@ -19,10 +19,6 @@ namespace {
 
 class InferShapesPass : public Pass {
 public:
-  std::string_view name() const override { return "infer-shapes"; }
-  std::string_view summary() const override {
-    return "re-run every op's shape rule and store the result types";
-  }
   bool run(ir::Graph &graph, PassContext &ctx) override {
     bool changed = false;
     for (ir::Node *n : graph.topoOrder()) {

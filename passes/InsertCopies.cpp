@@ -35,10 +35,6 @@ namespace {
 
 class InsertCopiesPass : public Pass {
 public:
-  std::string_view name() const override { return "insert-copies"; }
-  std::string_view summary() const override {
-    return "make every cross-device edge an explicit, deduplicated copy";
-  }
 
   bool run(Graph &g, PassContext &ctx) override {
     std::vector<Node *> order = g.topoOrder();

@@ -269,10 +269,6 @@ private:
 
 class MicrobatchPass : public Pass {
 public:
-  std::string_view name() const override { return "microbatch"; }
-  std::string_view summary() const override {
-    return "split the batch into micro-batches: one replica of the batched forward graph each";
-  }
   bool run(Graph &g, PassContext &ctx) override {
     ir::PipelineSpec spec = effectivePipeline(g, ctx.options);
     g.pipeline = spec;

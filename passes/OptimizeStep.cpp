@@ -53,10 +53,6 @@ ir::OptimizerSpec effectiveOptimizer(const Graph &g, const PassOptions &opts) {
 
 class OptimizeStepPass : public Pass {
 public:
-  std::string_view name() const override { return "optimize-step"; }
-  std::string_view summary() const override {
-    return "add optimizer state and in-place parameter updates";
-  }
 
   bool run(Graph &g, PassContext &ctx) override {
     if (g.loss.empty() || g.has(ir::kOptimized)) return false;

@@ -61,14 +61,23 @@ struct PassContext {
   void count(std::string_view pass, std::string_view name, int64_t delta = 1);
 };
 
+class Pass;
+/// Creates a pass by its --passes name (passes/PassRegistry.h).
+std::unique_ptr<Pass> createPass(std::string_view name, bool enableTestPasses);
+
 class Pass {
 public:
   virtual ~Pass() = default;
-  /// kebab-case; the --passes name.
-  virtual std::string_view name() const = 0;
-  virtual std::string_view summary() const = 0;
+  /// kebab-case; the --passes name. Name and summary are the pass's line in
+  /// passes/PassRegistry.def, given to it by createPass.
+  std::string_view name() const { return name_; }
+  std::string_view summary() const { return summary_; }
   /// Returns true when the graph changed.
   virtual bool run(ir::Graph &graph, PassContext &ctx) = 0;
+
+private:
+  friend std::unique_ptr<Pass> createPass(std::string_view name, bool enableTestPasses);
+  std::string_view name_, summary_;
 };
 
 } // namespace mpc::passes

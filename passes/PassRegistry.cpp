@@ -35,12 +35,16 @@ std::unique_ptr<Pass> createPass(std::string_view name, bool enableTestPasses) {
   std::vector<std::string> known;
   for (const PassEntry &e : allPasses()) {
     if (e.testOnly && !enableTestPasses) continue;
-    if (e.name == name) return e.create();
+    if (e.name == name) {
+      std::unique_ptr<Pass> pass = e.create();
+      pass->name_ = e.name;
+      pass->summary_ = e.summary;
+      return pass;
+    }
     known.emplace_back(e.name);
   }
   std::string msg = "unknown pass '" + std::string(name) + "'";
-  std::string best = closestMatch(name, known, /*maxDistance=*/2);
-  if (!best.empty()) msg += "; did you mean '" + best + "'?";
+  if (std::string hint = didYouMean(name, known); !hint.empty()) msg += "; " + hint;
   std::string list;
   for (const std::string &k : known) list += (list.empty() ? "" : ", ") + k;
   throw UserError(msg + " (known passes: " + list + ")");

@@ -145,10 +145,6 @@ std::map<const Node *, std::string> resolveAnnotations(const Graph &g,
 
 class PlacePass : public Pass {
 public:
-  std::string_view name() const override { return "place"; }
-  std::string_view summary() const override {
-    return "give every node a concrete device (explicit, group-mapped or automatic)";
-  }
 
   bool run(Graph &g, PassContext &ctx) override {
     const PassOptions &opts = ctx.options;

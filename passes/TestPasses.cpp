@@ -12,10 +12,6 @@ namespace {
 
 class TestBreakSsaPass : public Pass {
 public:
-  std::string_view name() const override { return "test-break-ssa"; }
-  std::string_view summary() const override {
-    return "corrupt a node's type so the verifier must name this pass";
-  }
   bool run(ir::Graph &graph, PassContext &) override {
     for (const auto &n : graph.nodes()) {
       if (!n->isOp()) continue;

@@ -14,8 +14,6 @@ namespace {
 
 class VerifyPass : public Pass {
 public:
-  std::string_view name() const override { return "verify"; }
-  std::string_view summary() const override { return "run the verifier (no change)"; }
   bool run(ir::Graph &graph, PassContext &) override {
     std::vector<std::string> problems = ir::verifyGraph(graph);
     if (problems.empty()) return false;

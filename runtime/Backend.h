@@ -15,7 +15,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/plan/Plan.h"
+#include "plan/Plan.h"
 
 #include <cstddef>
 #include <cstdint>

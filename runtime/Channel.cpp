@@ -8,7 +8,7 @@
 #include "runtime/Channel.h"
 
 #include "runtime/WakeWord.h"
-#include "runtime/plan/TransferWalk.h"
+#include "plan/TransferWalk.h"
 #include "support/Error.h"
 
 #include <algorithm>

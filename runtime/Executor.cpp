@@ -11,7 +11,7 @@
 #include "runtime/Executor.h"
 
 #include "runtime/Channel.h"
-#include "runtime/plan/TransferWalk.h"
+#include "plan/TransferWalk.h"
 #include "support/Error.h"
 
 #include <algorithm>

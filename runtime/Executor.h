@@ -31,7 +31,7 @@
 // calling thread. The executor is then failed: a later step() throws again.
 //
 // Processes: a plan may be spread over several processes (MPI ranks, see
-// runtime/dist/). Each process builds an Executor that *hosts* some of the
+// runtime/job/). Each process builds an Executor that *hosts* some of the
 // plan's devices: only those get a backend and a thread, and the transport
 // reaches the others. Reading or writing a tensor of a device hosted
 // elsewhere is a bug in the caller (hosts() says which are here).
@@ -45,7 +45,7 @@
 
 #include "runtime/Backend.h"
 #include "runtime/WakeWord.h"
-#include "runtime/plan/Plan.h"
+#include "plan/Plan.h"
 
 #include <atomic>
 #include <cstdint>

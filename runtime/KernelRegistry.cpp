@@ -14,8 +14,7 @@ namespace mpc::runtime {
 std::string missingKernelMessage(const std::string &op, const std::string &backend,
                                  const std::vector<std::string> &known) {
   std::string msg = "no " + backend + " kernel for op '" + op + "'";
-  std::string best = closestMatch(op, known, /*maxDistance=*/2);
-  if (!best.empty()) msg += " (did you mean '" + best + "'?)";
+  if (std::string hint = didYouMean(op, known); !hint.empty()) msg += " (" + hint + ")";
   return msg;
 }
 

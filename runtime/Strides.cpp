@@ -1,7 +1,7 @@
 //===- runtime/Strides.cpp - row-major and broadcast strides ------------===//
 #include "runtime/Strides.h"
 
-#include "runtime/plan/PlanIO.h"
+#include "plan/PlanIO.h"
 #include "support/Error.h"
 
 namespace mpc::runtime {

@@ -1,8 +1,8 @@
 //===- runtime/Windows.cpp - sliding-window geometry of conv2d and pooling ===//
 #include "runtime/Windows.h"
 
-#include "runtime/plan/Attrs.h"
-#include "runtime/plan/PlanIO.h"
+#include "plan/Attrs.h"
+#include "plan/PlanIO.h"
 #include "support/Error.h"
 
 #include <algorithm>

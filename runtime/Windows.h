@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/plan/Plan.h"
+#include "plan/Plan.h"
 
 #include <cstdint>
 #include <vector>

@@ -6,6 +6,12 @@
 
 namespace mpc {
 
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
 size_t editDistance(std::string_view a, std::string_view b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
@@ -18,15 +24,21 @@ size_t editDistance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
-std::string closestMatch(std::string_view word, const std::vector<std::string> &candidates,
-                         size_t maxDistance) {
+std::string closestMatch(std::string_view word, const std::vector<std::string> &candidates) {
+  if (word.size() > 64) return "";
   const std::string *best = nullptr;
-  size_t bestDist = maxDistance + 1;
+  size_t bestDist = SIZE_MAX;
   for (const std::string &c : candidates) {
     size_t d = editDistance(word, c);
     if (d < bestDist) bestDist = d, best = &c;
   }
-  return best ? *best : std::string();
+  if (!best || bestDist > std::min(word.size(), best->size()) / 3) return "";
+  return *best;
+}
+
+std::string didYouMean(std::string_view word, const std::vector<std::string> &candidates) {
+  std::string best = closestMatch(word, candidates);
+  return best.empty() ? best : "did you mean '" + best + "'?";
 }
 
 namespace {

@@ -8,19 +8,29 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace mpc {
 
+/// "[2,3]", "[]" for a scalar: a shape (or a list of integers) as every
+/// message, printer and dump of mpc writes it.
+std::string shapeText(const std::vector<int64_t> &shape);
+
 /// Levenshtein distance (insertions, deletions, substitutions).
 size_t editDistance(std::string_view a, std::string_view b);
 
-/// The first candidate at the smallest distance from `word`, when that
-/// distance is at most `maxDistance`; "" otherwise.
-std::string closestMatch(std::string_view word, const std::vector<std::string> &candidates,
-                         size_t maxDistance);
+/// The first candidate at the smallest distance from `word`, when it is
+/// close enough to be a typo of it: at most one edit per three characters of
+/// the shorter of the two (short names get no suggestion, as nearly every
+/// short name is close to another), for a `word` of at most 64 characters;
+/// "" otherwise. The one rule of every "did you mean".
+std::string closestMatch(std::string_view word, const std::vector<std::string> &candidates);
+
+/// "did you mean 'x'?" for closestMatch's candidate, or "" when there is none.
+std::string didYouMean(std::string_view word, const std::vector<std::string> &candidates);
 
 /// `text` made safe to print in a diagnostic: valid UTF-8 is kept, control
 /// characters, DEL and bytes that are not part of valid UTF-8 become \xNN

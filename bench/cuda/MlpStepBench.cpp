@@ -19,7 +19,7 @@
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "support/Error.h"
-#include "compiler/CompileModel.h"
+#include "compiler/Compile.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>

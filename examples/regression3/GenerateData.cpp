@@ -9,7 +9,7 @@
 // (std::normal_distribution is not).
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/io/Npy.h"
+#include "io/Npy.h"
 #include "support/Error.h"
 
 #include <cmath>
@@ -90,8 +90,8 @@ int main(int argc, char **argv) {
   }
   try {
     using mpc::plan::DType;
-    mpc::runtime::io::writeNpy(dir + "/x.npy", DType::F32, {rows, 2}, x.data());
-    mpc::runtime::io::writeNpy(dir + "/y.npy", DType::F32, {rows, 1}, y.data());
+    mpc::io::writeNpy(dir + "/x.npy", DType::F32, {rows, 2}, x.data());
+    mpc::io::writeNpy(dir + "/y.npy", DType::F32, {rows, 1}, y.data());
   } catch (const mpc::UserError &e) {
     std::cerr << e.what() << "\n";
     return 1;

@@ -10,7 +10,7 @@
 // (y = 2·x0 − 3.4·x1 + 4.2 + noise).
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/io/Safetensors.h"
+#include "io/Safetensors.h"
 #include "support/Error.h"
 
 #include <cstdio>
@@ -23,7 +23,7 @@ namespace {
 
 using Matrix = std::vector<std::vector<double>>;
 
-Matrix toMatrix(const mpc::runtime::io::NamedTensor &t, size_t rows, size_t cols,
+Matrix toMatrix(const mpc::io::NamedTensor &t, size_t rows, size_t cols,
                 const std::string &file) {
   if (t.dtype != mpc::plan::DType::F32 || t.data.size() != rows * cols * 4)
     throw mpc::UserError(file, t.name, "expected f32 with " + std::to_string(rows * cols) +
@@ -60,8 +60,8 @@ int main(int argc, char **argv) {
   }
   try {
     std::string file = argv[1];
-    std::map<std::string, mpc::runtime::io::NamedTensor> byName;
-    for (auto &t : mpc::runtime::io::readSafetensors(file)) byName[t.name] = t;
+    std::map<std::string, mpc::io::NamedTensor> byName;
+    for (auto &t : mpc::io::readSafetensors(file)) byName[t.name] = t;
     auto get = [&](const std::string &name, size_t rows, size_t cols) {
       auto it = byName.find(name);
       if (it == byName.end()) throw mpc::UserError(file, "", "no tensor '" + name + "'");

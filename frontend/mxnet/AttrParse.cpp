@@ -200,4 +200,10 @@ void AttrReader::finish() const {
   }
 }
 
+std::string tupleText(const std::vector<int64_t> &shape) {
+  std::string out = "(";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + (shape.size() == 1 ? ",)" : ")");
+}
+
 } // namespace mpc::frontend::mxnet

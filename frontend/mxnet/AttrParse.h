@@ -23,6 +23,9 @@ int64_t parseIntAttr(const std::string &s);
 double parseFloatAttr(const std::string &s);
 bool parseBoolAttr(const std::string &s);
 std::vector<int64_t> parseTupleAttr(const std::string &s);
+/// "(2, 3)", "(4,)": a shape as MXNet writes it, for messages about MXNet
+/// files (the inverse of parseTupleAttr).
+std::string tupleText(const std::vector<int64_t> &shape);
 bool isNoneAttr(const std::string &s);
 
 /// Typed reads of one node's op parameters with MXNet's defaults. Every

@@ -71,12 +71,6 @@ InputSpec parseInputSpec(const std::string &text) {
 
 namespace {
 
-std::string shapeText(const Shape &s) {
-  std::string out = "(";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + (s.size() == 1 ? ",)" : ")");
-}
-
 int64_t numel(const Shape &s) {
   int64_t p = 1;
   for (int64_t d : s) p *= d;
@@ -194,7 +188,7 @@ public:
     if (const VarUse *u = use(*v, Role::Param)) {
       if (u->value.shape != shape)
         fail("shares parameter '" + v->name + "' with '" + u->user + "', which needs shape " +
-             shapeText(u->value.shape) + ", not " + shapeText(shape));
+             tupleText(u->value.shape) + ", not " + tupleText(shape));
       return u->value;
     }
     checkShapeAnnotation(*v, shape);
@@ -381,7 +375,7 @@ private:
     if (opt_.loss == "softmax_cross_entropy") {
       if (head.shape.size() != 2)
         fail("--loss softmax_cross_entropy needs a (batch, classes) head, got " +
-             shapeText(head.shape));
+             tupleText(head.shape));
       Value label = makeLabel("label", {head.shape[0]}, true, nullptr);
       setLoss(emit("loss", "softmax_cross_entropy", {head, label}, json::object(), {}, false));
     } else {
@@ -405,7 +399,7 @@ private:
       if (numel(s.shape) != numel(shape))
         throw UserError("", "--input " + name,
                         "label '" + name + "' of " + cur_->describe() + " has shape " +
-                            shapeText(s.shape) + "; expected " + shapeText(shape));
+                            tupleText(s.shape) + "; expected " + tupleText(shape));
       val.shape = s.shape;
     }
     if (v) checkShapeAnnotation(*v, val.shape);
@@ -477,7 +471,7 @@ private:
     if (!ok)
       throw UserError(sym_.file, v.pointer,
                       "shape mismatch: __shape__ " + *v.shape + " of " + v.describe() +
-                          " disagrees with " + shapeText(shape) + ", inferred from " +
+                          " disagrees with " + tupleText(shape) + ", inferred from " +
                           cur_->describe());
   }
 
@@ -583,7 +577,7 @@ private:
       Shape have(n->type.shape.begin(), n->type.shape.end());
       bool i32 = n->type.dtype == ir::DType::I32;
       if (have != want.first || i32 != want.second)
-        throw InternalError("import-mxnet: '" + name + "' has shape " + shapeText(want.first) +
+        throw InternalError("import-mxnet: '" + name + "' has shape " + tupleText(want.first) +
                             " in MXNet but " + n->type.str() + " by mpc's rule for " +
                             n->info().name);
     }

@@ -17,12 +17,6 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-std::string shapeText(const Shape &s) {
-  std::string out = "(";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + (s.size() == 1 ? ",)" : ")");
-}
-
 int64_t product(const Shape &s, size_t from = 0) {
   int64_t p = 1;
   for (size_t i = from; i < s.size(); ++i) p *= s[i];
@@ -39,7 +33,7 @@ Value floatData(MapContext &c, size_t i) {
 /// [N, d1, d2, ...] -> [N, d1*d2*...], as MXNet's FullyConnected(flatten=True).
 Value flattenTo2d(MapContext &c, const Value &x, const std::string &suffix) {
   if (x.shape.size() == 2) return x;
-  if (x.shape.size() < 2) c.fail("cannot flatten data of shape " + shapeText(x.shape));
+  if (x.shape.size() < 2) c.fail("cannot flatten data of shape " + tupleText(x.shape));
   Shape s = {x.shape[0], product(x.shape, 1)};
   return c.emit(suffix, "flatten", {x}, json::object(), s);
 }
@@ -48,7 +42,7 @@ Value flattenTo2d(MapContext &c, const Value &x, const std::string &suffix) {
 std::vector<int64_t> pair(MapContext &c, const char *key, int64_t dflt) {
   std::vector<int64_t> t = c.attrs().getTuple(key, std::vector<int64_t>{});
   if (t.empty()) return {dflt, dflt};
-  if (t.size() != 2) c.attrs().fail(key, "only 2-D (two values) is supported, got " + shapeText(t));
+  if (t.size() != 2) c.attrs().fail(key, "only 2-D (two values) is supported, got " + tupleText(t));
   return t;
 }
 
@@ -61,7 +55,7 @@ void checkLayout(MapContext &c) {
 Value rank4(MapContext &c, size_t i) {
   Value x = floatData(c, i);
   if (x.shape.size() != 4)
-    c.fail("only 2-D data (N, C, H, W) is supported, got shape " + shapeText(x.shape));
+    c.fail("only 2-D data (N, C, H, W) is supported, got shape " + tupleText(x.shape));
   return x;
 }
 
@@ -71,7 +65,7 @@ Value mapFullyConnected(MapContext &c) {
   bool noBias = a.getBool("no_bias", false), flatten = a.getBool("flatten", true);
   if (hidden <= 0) a.fail("num_hidden", "must be > 0");
   Value x = floatData(c, 0);
-  if (x.shape.size() < 2) c.fail("data must have rank >= 2, got " + shapeText(x.shape));
+  if (x.shape.size() < 2) c.fail("data must have rank >= 2, got " + tupleText(x.shape));
   if (flatten) x = flattenTo2d(c, x, "flatten");
   int64_t k = x.shape.back();
   Value w = c.param(1, {hidden, k}, "xavier");
@@ -89,7 +83,7 @@ Value mapConvolution(MapContext &c) {
   AttrReader &a = c.attrs();
   std::vector<int64_t> kernel = a.getTuple("kernel");
   if (kernel.size() != 2)
-    a.fail("kernel", "only 2-D convolution is supported, got kernel " + shapeText(kernel));
+    a.fail("kernel", "only 2-D convolution is supported, got kernel " + tupleText(kernel));
   std::vector<int64_t> stride = pair(c, "stride", 1), dilate = pair(c, "dilate", 1),
                        pad = pair(c, "pad", 0);
   int64_t filters = a.getInt("num_filter"), groups = a.getInt("num_group", 1);
@@ -108,8 +102,8 @@ Value mapConvolution(MapContext &c) {
     int64_t span = dilate[d] * (kernel[d] - 1) + 1;
     int64_t in = x.shape[2 + d] + 2 * pad[d];
     if (in < span)
-      c.fail("kernel " + shapeText(kernel) + " does not fit the padded input " +
-             shapeText(x.shape));
+      c.fail("kernel " + tupleText(kernel) + " does not fit the padded input " +
+             tupleText(x.shape));
     out[2 + d] = (in - span) / stride[d] + 1;
   }
   Value w = c.param(1, {filters, channels / groups, kernel[0], kernel[1]}, "xavier");
@@ -146,7 +140,7 @@ Value mapPooling(MapContext &c) {
   }
   std::vector<int64_t> kernel = a.getTuple("kernel");
   if (kernel.size() != 2)
-    a.fail("kernel", "only 2-D pooling is supported, got kernel " + shapeText(kernel));
+    a.fail("kernel", "only 2-D pooling is supported, got kernel " + tupleText(kernel));
   std::vector<int64_t> stride = pair(c, "stride", 1), pad = pair(c, "pad", 0);
   bool ceil = convention == "full";
   Shape out = {n, ch, 0, 0};
@@ -155,8 +149,8 @@ Value mapPooling(MapContext &c) {
       c.fail("kernel and stride must be > 0 and pad >= 0");
     int64_t in = x.shape[2 + d] + 2 * pad[d];
     if (in < kernel[d])
-      c.fail("kernel " + shapeText(kernel) + " does not fit the padded input " +
-             shapeText(x.shape));
+      c.fail("kernel " + tupleText(kernel) + " does not fit the padded input " +
+             tupleText(x.shape));
     int64_t steps = in - kernel[d];
     out[2 + d] = (ceil ? (steps + stride[d] - 1) / stride[d] : steps / stride[d]) + 1;
   }
@@ -223,7 +217,7 @@ Value mapBatchNorm(MapContext &c) {
   Value x = floatData(c, 0);
   int64_t rank = int64_t(x.shape.size());
   if (axis < -rank || axis >= rank)
-    a.fail("axis", "out of range for data of shape " + shapeText(x.shape));
+    a.fail("axis", "out of range for data of shape " + tupleText(x.shape));
   int64_t ch = x.shape[size_t(axis < 0 ? axis + rank : axis)];
   Value gamma;
   if (fixGamma) {
@@ -244,7 +238,7 @@ Value mapBatchNorm(MapContext &c) {
 
 Value mapFlatten(MapContext &c) {
   Value x = floatData(c, 0);
-  if (x.shape.size() < 2) c.fail("data must have rank >= 2, got " + shapeText(x.shape));
+  if (x.shape.size() < 2) c.fail("data must have rank >= 2, got " + tupleText(x.shape));
   Shape s = {x.shape[0], product(x.shape, 1)};
   return c.emit("", "flatten", {x}, json::object(), s);
 }
@@ -266,8 +260,8 @@ Value mapDropout(MapContext &c) {
 Value mapBinary(MapContext &c, const std::string &op, bool broadcast) {
   Value x = floatData(c, 0), y = floatData(c, 1);
   if (!broadcast && x.shape != y.shape)
-    c.fail("operands must have the same shape, got " + shapeText(x.shape) + " and " +
-           shapeText(y.shape));
+    c.fail("operands must have the same shape, got " + tupleText(x.shape) + " and " +
+           tupleText(y.shape));
   Shape out(std::max(x.shape.size(), y.shape.size()), 1);
   for (size_t i = 0; i < out.size(); ++i) {
     auto dim = [&](const Shape &s) {
@@ -275,7 +269,7 @@ Value mapBinary(MapContext &c, const std::string &op, bool broadcast) {
     };
     int64_t p = dim(x.shape), q = dim(y.shape);
     if (p != q && p != 1 && q != 1)
-      c.fail("shapes " + shapeText(x.shape) + " and " + shapeText(y.shape) + " do not broadcast");
+      c.fail("shapes " + tupleText(x.shape) + " and " + tupleText(y.shape) + " do not broadcast");
     out[i] = p == 1 ? q : p;
   }
   return c.emit("", op, {x, y}, json::object(), out);
@@ -313,7 +307,7 @@ Value mapConcat(MapContext &c) {
     if (s.size() != out.size()) c.fail("inputs differ in rank");
     for (size_t d = 0; d < s.size(); ++d)
       if (d != ax && s[d] != out[d])
-        c.fail("inputs " + shapeText(in[0].shape) + " and " + shapeText(s) +
+        c.fail("inputs " + tupleText(in[0].shape) + " and " + tupleText(s) +
                " differ outside dim " + std::to_string(dim));
     out[ax] += s[ax];
   }
@@ -369,7 +363,7 @@ Shape reshapeTarget(MapContext &c, const Shape &in, const std::vector<int64_t> &
   if (inferred >= 0) {
     int64_t known = product(out);
     if (known == 0 || product(in) % known != 0)
-      c.attrs().fail("shape", "cannot infer -1 for " + shapeText(in));
+      c.attrs().fail("shape", "cannot infer -1 for " + tupleText(in));
     out[size_t(inferred)] = product(in) / known;
   }
   return out;
@@ -394,7 +388,7 @@ Value mapReshape(MapContext &c) {
     out = reshapeTarget(c, in, spec);
   }
   if (product(out) != product(x.shape))
-    a.fail("shape", "cannot reshape " + shapeText(x.shape) + " to " + shapeText(out));
+    a.fail("shape", "cannot reshape " + tupleText(x.shape) + " to " + tupleText(out));
   return c.emit("", "reshape", {x}, json{{"shape", out}}, out, x.i32);
 }
 
@@ -454,7 +448,7 @@ Value mapSoftmaxOutput(MapContext &c) {
     a.fail("normalization", "must be null, batch or valid, got " + norm);
   Value x = floatData(c, 0);
   if (x.shape.size() != 2)
-    c.fail("data must be (batch, classes), got " + shapeText(x.shape) +
+    c.fail("data must be (batch, classes), got " + tupleText(x.shape) +
            "; flatten it first (multi_output is not supported)");
   Value probs = c.emit("", "softmax", {x}, json{{"axis", -1}}, x.shape);
   if (c.inference()) return probs;

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "frontend/mxnet/ParamsFile.h"
 
+#include "frontend/mxnet/AttrParse.h"
 #include "support/Error.h"
 #include "support/FileIO.h"
 
@@ -24,12 +25,6 @@ namespace {
 constexpr uint64_t kListMagic = 0x112;
 constexpr uint32_t kV1Magic = 0xF993fac8, kV2Magic = 0xF993fac9, kV3Magic = 0xF993faca;
 constexpr uint64_t kMaxElements = uint64_t(1) << 40;
-
-std::string shapeText(const std::vector<int64_t> &s) {
-  std::string out = "(";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + (s.size() == 1 ? ",)" : ")");
-}
 
 float halfToFloat(uint16_t h) {
   int sign = h >> 15, exp = (h >> 10) & 0x1f, frac = h & 0x3ff;
@@ -121,7 +116,7 @@ NdArray readArray(Cursor &c) {
   uint64_t n = 1;
   for (int64_t d : a.shape) {
     if (d != 0 && n > kMaxElements / uint64_t(d))
-      c.fail("corrupt shape " + shapeText(a.shape) + ": too many elements", a.offset);
+      c.fail("corrupt shape " + tupleText(a.shape) + ": too many elements", a.offset);
     n *= uint64_t(d);
   }
   c.read<int32_t>("the device type");
@@ -247,8 +242,8 @@ std::vector<FloatTensor> matchParams(const std::vector<NdArray> &arrays,
                           " expected");
     if (a.shape != e.shape)
       throw UserError(file, where,
-                      "shape mismatch: " + shapeText(a.shape) + " in the file, " +
-                          shapeText(e.shape) + " in the model ('" + e.node + "')");
+                      "shape mismatch: " + tupleText(a.shape) + " in the file, " +
+                          tupleText(e.shape) + " in the model ('" + e.node + "')");
     found[name] = true;
     if (!e.unused) out.push_back({name, a.shape, a.data});
   }
@@ -256,7 +251,7 @@ std::vector<FloatTensor> matchParams(const std::vector<NdArray> &arrays,
     if (!found.count(e.name) && !e.unused)
       throw UserError(file, "",
                       "missing " + std::string(e.aux ? "running statistic" : "parameter") + " '" +
-                          e.name + "' " + shapeText(e.shape) + " of '" + e.node + "'");
+                          e.name + "' " + tupleText(e.shape) + " of '" + e.node + "'");
   std::sort(out.begin(), out.end(),
             [](const FloatTensor &a, const FloatTensor &b) { return a.name < b.name; });
   return out;

@@ -11,10 +11,10 @@
 
 #include "support/Error.h"
 #include "support/FileIO.h"
+#include "support/StrictJson.h"
 
 #include <algorithm>
 #include <functional>
-#include <nlohmann/json.hpp>
 
 namespace mpc::frontend::mxnet {
 
@@ -25,17 +25,6 @@ std::string SymbolNode::describe() const {
 }
 
 namespace {
-
-std::string lineCol(const std::string &text, size_t byte) {
-  size_t index = byte == 0 ? 0 : std::min(byte - 1, text.size());
-  size_t line = 1, lineStart = 0;
-  for (size_t i = 0; i < index; ++i)
-    if (text[i] == '\n') {
-      ++line;
-      lineStart = i + 1;
-    }
-  return std::to_string(line) + ":" + std::to_string(index - lineStart + 1);
-}
 
 std::string typeName(const json &j) {
   if (j.is_object()) return "an object";
@@ -51,14 +40,9 @@ public:
   Reader(const std::string &text, const std::string &file) : text_(text), file_(file) {}
 
   SymbolFile read() {
-    json root;
-    try {
-      root = json::parse(text_);
-    } catch (const json::parse_error &e) {
-      std::string what = e.what();
-      if (size_t c = what.find(": syntax error"); c != std::string::npos) what = what.substr(c + 2);
-      fail(lineCol(text_, e.byte), "bad JSON: " + what);
-    }
+    // Strict, as the model reader: a duplicate key or absurd nesting is an
+    // error, not a value silently dropped or a stack overflow.
+    json root = parseStrictJson(text_, file_);
     if (!root.is_object())
       fail("",
            "a symbol file is a JSON object with \"nodes\" and \"heads\", got " + typeName(root));

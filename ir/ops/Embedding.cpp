@@ -31,7 +31,7 @@ std::string positionOf(int64_t flat, const Shape &shape) {
       flat /= shape[i];
     }
   }
-  return shapeStr(idx);
+  return shapeText(idx);
 }
 
 /// The row of the table that id `p` names, checked against [0, V).

@@ -54,7 +54,7 @@ inline TensorType broadcastPair(const TensorType &a, const TensorType &b) {
 /// Checks a user-given shape: no negative dims, element count in range.
 inline void requireValidShape(const Shape &s, const char *op) {
   if (!checkedNumElements(s))
-    throw RuleError(std::string(op) + " shape " + shapeStr(s) +
+    throw RuleError(std::string(op) + " shape " + shapeText(s) +
                     " has a negative dimension or too many elements");
 }
 
@@ -131,12 +131,12 @@ inline std::pair<int64_t, int64_t> heightWidth(const char *op, const std::vector
                                                const char *name, int64_t lo, const char *what) {
   if (v.size() != 2)
     throw RuleError(std::string(op) + " " + name + " must have 2 values (height, width), got " +
-                    shapeStr(v));
+                    shapeText(v));
   for (int64_t e : v) {
     if (e < lo)
-      throw RuleError(std::string(op) + " " + name + " " + shapeStr(v) + " must be " + what);
+      throw RuleError(std::string(op) + " " + name + " " + shapeText(v) + " must be " + what);
     if (e > kMaxWindowAttr)
-      throw RuleError(std::string(op) + " " + name + " " + shapeStr(v) + " exceeds " +
+      throw RuleError(std::string(op) + " " + name + " " + shapeText(v) + " exceeds " +
                       std::to_string(kMaxWindowAttr));
   }
   return {v[0], v[1]};

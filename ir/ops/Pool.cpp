@@ -64,10 +64,10 @@ PoolGeom poolGeom(const char *op, const TensorType &x, const AttrMap &a) {
   std::tie(g.ph, g.pw) = heightWidth(op, padding, "padding", 0, "non-negative");
   // As PyTorch: a wider padding would allow windows that see padding only.
   if (2 * g.ph > g.kh || 2 * g.pw > g.kw)
-    throw RuleError(std::string(op) + " padding " + shapeStr(padding) +
-                    " must be at most half the kernel " + shapeStr(kernel));
+    throw RuleError(std::string(op) + " padding " + shapeText(padding) +
+                    " must be at most half the kernel " + shapeText(kernel));
   if (g.kh > g.h + 2 * g.ph || g.kw > g.w + 2 * g.pw)
-    throw RuleError(std::string(op) + " kernel " + shapeStr(kernel) +
+    throw RuleError(std::string(op) + " kernel " + shapeText(kernel) +
                     " is larger than the padded input " + std::to_string(g.h + 2 * g.ph) + "x" +
                     std::to_string(g.w + 2 * g.pw) + " of x " + x.str());
   const bool ceil = getBool(a, "ceil_mode");

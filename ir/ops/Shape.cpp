@@ -27,23 +27,23 @@ TensorType inferReshape(TypeOps ops, const AttrMap &attrs) {
   for (size_t i = 0; i < want.size(); ++i) {
     if (want[i] == -1) {
       if (inferred >= 0)
-        throw RuleError("reshape shape " + shapeStr(want) + " has more than one -1");
+        throw RuleError("reshape shape " + shapeText(want) + " has more than one -1");
       inferred = int(i);
       continue;
     }
     if (want[i] < 0)
-      throw RuleError("reshape shape " + shapeStr(want) + " has a negative dimension");
+      throw RuleError("reshape shape " + shapeText(want) + " has a negative dimension");
     if (want[i] != 0 && known > kMaxElements / want[i])
-      throw RuleError("reshape shape " + shapeStr(want) + " has too many elements");
+      throw RuleError("reshape shape " + shapeText(want) + " has too many elements");
     known *= want[i];
   }
   int64_t total = x.numElements();
   if (inferred >= 0) {
     if (known == 0 || total % known != 0)
-      throw RuleError("cannot reshape " + x.str() + " to " + shapeStr(want));
+      throw RuleError("cannot reshape " + x.str() + " to " + shapeText(want));
     out[size_t(inferred)] = total / known;
   } else if (known != total) {
-    throw RuleError("cannot reshape " + x.str() + " to " + shapeStr(want) +
+    throw RuleError("cannot reshape " + x.str() + " to " + shapeText(want) +
                     ": element counts differ");
   }
   return {x.dtype, out};
@@ -55,13 +55,13 @@ std::vector<int64_t> permOf(const TensorType &x, const AttrMap &attrs) {
   if (perm.empty())
     for (int64_t i = x.rank(); i-- > 0;) perm.push_back(i);
   if (int64_t(perm.size()) != x.rank())
-    throw RuleError("transpose perm " + shapeStr(perm) + " does not match the rank of " +
+    throw RuleError("transpose perm " + shapeText(perm) + " does not match the rank of " +
                     x.str());
   std::vector<bool> seen(perm.size(), false);
   for (int64_t &p : perm) {
     std::optional<int64_t> a = normalizeAxis(p, x.rank());
     if (!a || seen[size_t(*a)])
-      throw RuleError("transpose perm " + shapeStr(getInts(attrs, "perm")) +
+      throw RuleError("transpose perm " + shapeText(getInts(attrs, "perm")) +
                       " is not a permutation of the axes of " + x.str());
     seen[size_t(*a)] = true;
     p = *a;

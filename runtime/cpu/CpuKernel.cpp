@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/CpuKernel.h"
 
-#include "runtime/plan/PlanIO.h"
+#include "plan/PlanIO.h"
 #include "support/Error.h"
 
 namespace mpc::runtime::cpu {

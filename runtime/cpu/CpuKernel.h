@@ -16,9 +16,9 @@
 
 #include "runtime/KernelRegistry.h"
 #include "runtime/Strides.h"
-#include "runtime/plan/Attrs.h"
-#include "runtime/plan/Plan.h"
-#include "runtime/plan/PlanIO.h"
+#include "plan/Attrs.h"
+#include "plan/Plan.h"
+#include "plan/PlanIO.h"
 
 #include <cstdint>
 #include <string>
@@ -77,7 +77,7 @@ struct KernelInstance {
   int64_t scratchFloats = 0;
   float *floats = nullptr;
 
-  /// The instruction's attributes, for the typed reads of runtime/plan/Attrs.h.
+  /// The instruction's attributes, for the typed reads of plan/Attrs.h.
   const plan::AttrMap &attrMap() const {
     static const plan::AttrMap none;
     return attrs ? *attrs : none;
@@ -100,7 +100,7 @@ namespace kernels {
 #include "ir/OpList.def"
 } // namespace kernels
 
-// The typed attribute reads (runtime/plan/Attrs.h) and strides
+// The typed attribute reads (plan/Attrs.h) and strides
 // (runtime/Strides.h) the family files use.
 using plan::attrBool;
 using plan::attrFloat;

@@ -34,7 +34,7 @@
 #pragma once
 
 #include "runtime/Backend.h"
-#include "runtime/plan/Plan.h"
+#include "plan/Plan.h"
 
 #include <cstdint>
 #include <map>
@@ -42,9 +42,9 @@
 #include <string>
 #include <vector>
 
-namespace mpc::runtime::dist {
+namespace mpc::runtime::job {
 class ProcessGroup;
-} // namespace mpc::runtime::dist
+} // namespace mpc::runtime::job
 
 namespace mpc::runtime::cuda {
 
@@ -141,6 +141,6 @@ CudaRun prepareCudaRun(const plan::Plan &plan, const CudaOptions &options);
 /// calls it. With one rank it is prepareCudaRun(plan, options). Throws
 /// UserError naming the rank and device when a GPU is missing.
 CudaRun prepareCudaRun(const plan::Plan &plan, const CudaOptions &options,
-                       const std::vector<int> &rankOf, dist::ProcessGroup &group);
+                       const std::vector<int> &rankOf, job::ProcessGroup &group);
 
 } // namespace mpc::runtime::cuda

@@ -14,7 +14,7 @@
 #include "runtime/Strides.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaTransport.h"
-#include "runtime/plan/PlanIO.h"
+#include "plan/PlanIO.h"
 #include "support/Error.h"
 
 #include <cstring>

@@ -13,7 +13,7 @@
 
 #include "runtime/Backend.h"
 #include "runtime/cuda/CudaBackend.h"
-#include "runtime/cuda/CudaKernels.h"
+#include "runtime/cuda/kernels/CudaKernels.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>

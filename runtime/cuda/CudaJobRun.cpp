@@ -23,7 +23,7 @@
 #include "runtime/cuda/NcclBootstrap.h"
 #include "runtime/cuda/NcclProxy.h"
 #include "runtime/cuda/TransferOrder.h"
-#include "runtime/dist/ProcessGroup.h"
+#include "runtime/job/ProcessGroup.h"
 #include "support/Error.h"
 
 #include <map>
@@ -75,7 +75,7 @@ std::string sharedGpu(const plan::Plan &plan, const std::vector<std::string> &ga
 } // namespace
 
 CudaRun prepareCudaRun(const plan::Plan &plan, const CudaOptions &options,
-                       const std::vector<int> &rankOf, dist::ProcessGroup &group) {
+                       const std::vector<int> &rankOf, job::ProcessGroup &group) {
   if (group.size() == 1) return prepareCudaRun(plan, options);
   MPC_ASSERT(rankOf.size() == plan.devices.size(), "rank map of the wrong size");
   const int rank = group.rank();

@@ -18,7 +18,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/plan/Plan.h"
+#include "plan/Plan.h"
 
 #include <map>
 #include <string>

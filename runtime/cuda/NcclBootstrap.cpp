@@ -94,7 +94,7 @@ std::vector<void *> initJobComms(const std::string &, int, const std::vector<Com
 
 #endif
 
-std::string agreeNcclUniqueId(dist::ProcessGroup &group) {
+std::string agreeNcclUniqueId(job::ProcessGroup &group) {
   // Every rank takes part in the gather; only rank 0's record carries the id.
   std::string mine = group.rank() == 0 ? makeNcclUniqueId() : std::string();
   std::vector<std::string> all = group.allGather(mine);

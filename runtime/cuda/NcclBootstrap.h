@@ -14,7 +14,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/dist/ProcessGroup.h"
+#include "runtime/job/ProcessGroup.h"
 
 #include <string>
 #include <vector>
@@ -31,7 +31,7 @@ std::string fromHex(const std::string &hex);
 std::string makeNcclUniqueId();
 
 /// Collective: rank 0's makeNcclUniqueId(), on every rank.
-std::string agreeNcclUniqueId(dist::ProcessGroup &group);
+std::string agreeNcclUniqueId(job::ProcessGroup &group);
 
 /// One gpu device of this process in the job's communicator.
 struct CommMember {

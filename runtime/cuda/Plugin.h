@@ -41,7 +41,7 @@ inline constexpr unsigned long long kPluginLayout =
 /// of prepareCudaRun (CudaBackend.h) in one call.
 using PrepareRunFn = CudaRun (*)(const plan::Plan &plan, const std::string &deviceMap,
                                  const std::string &transport, bool allowTf32,
-                                 const std::vector<int> &rankOf, dist::ProcessGroup &group);
+                                 const std::vector<int> &rankOf, job::ProcessGroup &group);
 
 struct PluginApi {
   int abiVersion;

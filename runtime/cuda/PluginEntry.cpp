@@ -15,7 +15,7 @@ namespace {
 
 CudaRun prepareRun(const plan::Plan &plan, const std::string &deviceMap,
                    const std::string &transport, bool allowTf32, const std::vector<int> &rankOf,
-                   dist::ProcessGroup &group) {
+                   job::ProcessGroup &group) {
   CudaOptions options = parseCudaOptions(deviceMap, transport, allowTf32);
   return prepareCudaRun(plan, options, rankOf, group);
 }

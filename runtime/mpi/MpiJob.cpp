@@ -18,7 +18,7 @@ namespace mpc::runtime::mpi {
 
 namespace {
 
-class MpiGroup : public dist::ProcessGroup {
+class MpiGroup : public job::ProcessGroup {
 public:
   MpiGroup() {
     int provided = 0;
@@ -134,8 +134,8 @@ bool launchedByMpi() {
   return false;
 }
 
-std::unique_ptr<dist::ProcessGroup> joinJob() {
-  if (!launchedByMpi()) return dist::makeLocalGroup();
+std::unique_ptr<job::ProcessGroup> joinJob() {
+  if (!launchedByMpi()) return job::makeLocalGroup();
   return std::make_unique<MpiGroup>();
 }
 

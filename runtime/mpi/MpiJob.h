@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/dist/ProcessGroup.h"
+#include "runtime/job/ProcessGroup.h"
 
 #include <memory>
 
@@ -24,6 +24,6 @@ bool launchedByMpi();
 /// the one-process group. Throws UserError when MPI cannot give what the
 /// runtime needs (MPI_THREAD_MULTIPLE). MPI is finalised when the group is
 /// destroyed.
-std::unique_ptr<dist::ProcessGroup> joinJob();
+std::unique_ptr<job::ProcessGroup> joinJob();
 
 } // namespace mpc::runtime::mpi

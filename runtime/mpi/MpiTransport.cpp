@@ -2,7 +2,7 @@
 #include "runtime/mpi/MpiTransport.h"
 
 #include "runtime/mpi/MpiCheck.h"
-#include "runtime/plan/TransferWalk.h"
+#include "plan/TransferWalk.h"
 #include "support/Error.h"
 
 #include <algorithm>

@@ -27,7 +27,7 @@
 
 #include "runtime/Backend.h"
 #include "runtime/Channel.h"
-#include "runtime/plan/Plan.h"
+#include "plan/Plan.h"
 
 #include <mpi.h>
 

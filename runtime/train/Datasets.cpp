@@ -1,8 +1,8 @@
 //===- runtime/train/Datasets.cpp - the trainer's datasets and weight files -===//
 #include "runtime/train/Datasets.h"
 
-#include "runtime/io/Checkpoint.h"
-#include "runtime/plan/PlanIO.h"
+#include "io/Checkpoint.h"
+#include "plan/PlanIO.h"
 #include "support/Error.h"
 
 #include <algorithm>

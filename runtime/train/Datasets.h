@@ -11,9 +11,9 @@
 #pragma once
 
 #include "runtime/Executor.h"
-#include "runtime/io/Npy.h"
-#include "runtime/io/Safetensors.h"
-#include "runtime/plan/Plan.h"
+#include "io/Npy.h"
+#include "io/Safetensors.h"
+#include "plan/Plan.h"
 
 #include <cstdint>
 #include <functional>

@@ -1,10 +1,11 @@
 //===- runtime/train/Trainer.cpp - the training loop --------------------===//
 #include "runtime/train/Trainer.h"
 
-#include "runtime/dist/Agreement.h"
-#include "runtime/dist/Gather.h"
-#include "runtime/dist/RankMap.h"
-#include "runtime/plan/PlanIO.h"
+#include "runtime/job/Agreement.h"
+#include "runtime/job/Gather.h"
+#include "runtime/job/RankMap.h"
+#include "runtime/train/Resume.h"
+#include "plan/PlanIO.h"
 #include "support/Error.h"
 #include "support/StringUtil.h"
 
@@ -90,10 +91,10 @@ std::string joined(const std::vector<std::string> &list) {
 template <typename F> auto onEveryRank(F &&f) -> decltype(f()) {
   try {
     return f();
-  } catch (const dist::AgreedError &) {
+  } catch (const job::AgreedError &) {
     throw;
   } catch (const UserError &e) {
-    throw dist::AgreedError(e.file(), e.where(), e.message());
+    throw job::AgreedError(e.file(), e.where(), e.message());
   }
 }
 
@@ -106,19 +107,19 @@ void setStep(io::TrainingPosition &pos, int64_t step) {
 }
 
 std::unique_ptr<Executor> makeCpuExecutor(plan::Plan plan, const Placement &placement,
-                                          dist::ProcessGroup &group, unsigned threads) {
+                                          job::ProcessGroup &group, unsigned threads) {
   std::unique_ptr<Transport> transport = group.makeTransport(plan, placement.rankOf);
   return std::make_unique<Executor>(std::move(plan), cpuBackendFactory(), std::move(transport),
                                     placement.hosted, threads);
 }
 
 ExecutorMaker cpuExecutorMaker(unsigned threads) {
-  return [threads](plan::Plan plan, const Placement &placement, dist::ProcessGroup &group) {
+  return [threads](plan::Plan plan, const Placement &placement, job::ProcessGroup &group) {
     return makeCpuExecutor(std::move(plan), placement, group, threads);
   };
 }
 
-Trainer::Trainer(TrainOptions options, dist::ProcessGroup &group, ExecutorMaker make,
+Trainer::Trainer(TrainOptions options, job::ProcessGroup &group, ExecutorMaker make,
                  std::ostream &out, std::ostream &err)
     : opt_(std::move(options)), group_(group), make_(std::move(make)), out_(out), err_(err) {}
 
@@ -157,7 +158,7 @@ void Trainer::checkFlags() const {
 /// Every rank must run the same plan with the same result-changing flags,
 /// and every flag that decides which collective steps a rank takes part in.
 void Trainer::agree(const plan::Plan &p) {
-  dist::StartupRecord r = {
+  job::StartupRecord r = {
       {"the plan's checksum", io::hex64(checksum_)},
       {"the plan's devices", std::to_string(p.devices.size())},
       {"--steps", opt_.steps ? std::to_string(opt_.steps) : ""},
@@ -176,16 +177,16 @@ void Trainer::agree(const plan::Plan &p) {
       {"--rank-map", opt_.rankMap},
   };
   for (const auto &kv : opt_.agreeAlso) r.push_back(kv);
-  dist::checkAgreement(group_, r);
+  job::checkAgreement(group_, r);
 }
 
 void Trainer::placeDevices(const plan::Plan &p) {
   placement_.rankOf =
-      onEveryRank([&] { return dist::assignRanks(p, group_.size(), opt_.rankMap); });
+      onEveryRank([&] { return job::assignRanks(p, group_.size(), opt_.rankMap); });
   placement_.hosted.assign(p.devices.size(), false);
   for (size_t d = 0; d < p.devices.size(); ++d)
     placement_.hosted[d] = placement_.rankOf[d] == group_.rank();
-  if (group_.size() > 1) devicesHere_ = dist::devicesOfRank(p, placement_.rankOf, group_.rank());
+  if (group_.size() > 1) devicesHere_ = job::devicesOfRank(p, placement_.rankOf, group_.rank());
 }
 
 /// Ranks that read no dataset learn its size from those that did; two that
@@ -202,7 +203,7 @@ void Trainer::agreeOnRows(int64_t &rows, const std::string &rowsFile) {
     std::string file = all[size_t(r)].substr(sp + 1);
     if (n < 0) continue;
     if (agreed >= 0 && n != agreed)
-      throw dist::AgreedError(file, "", "dataset of " + std::to_string(n) + " rows on rank " +
+      throw job::AgreedError(file, "", "dataset of " + std::to_string(n) + " rows on rank " +
                                             std::to_string(r) + ", but " + agreedFile +
                                             " has " + std::to_string(agreed) + " rows on rank " +
                                             std::to_string(agreedRank) +
@@ -232,7 +233,7 @@ void Trainer::prepare() {
     // Errors in the --input flags themselves (no file named) are found alike
     // on every rank; a file's errors belong to the rank that read it.
     if (!e.file().empty()) throw;
-    throw dist::AgreedError(e.file(), e.where(), e.message());
+    throw job::AgreedError(e.file(), e.where(), e.message());
   }
   agreeOnRows(rows, rowsFile);
   int64_t batch = 0;
@@ -240,7 +241,7 @@ void Trainer::prepare() {
   for (const plan::TensorRef &t : p.inputs) {
     if (t.shape.empty()) continue;
     if (batch && t.shape[0] != batch)
-      throw dist::AgreedError(opt_.planFile, "input '" + t.name + "'",
+      throw job::AgreedError(opt_.planFile, "input '" + t.name + "'",
                               "inputs have different batch sizes (" + std::to_string(t.shape[0]) +
                                   " and " + std::to_string(batch) + " of '" + batchInput + "')");
     batch = t.shape[0];
@@ -249,7 +250,7 @@ void Trainer::prepare() {
   int64_t batchesPerEpoch = 1;
   if (batch > 0 && rows >= 0) {
     if (rows < batch)
-      throw dist::AgreedError(rowsFile, "", "dataset of " + std::to_string(rows) +
+      throw job::AgreedError(rowsFile, "", "dataset of " + std::to_string(rows) +
                                                 " rows is smaller than the batch of " +
                                                 std::to_string(batch));
     batchesPerEpoch = rows / batch; // a remainder smaller than a batch is dropped
@@ -263,7 +264,7 @@ void Trainer::prepare() {
   } else {
     int64_t epochs = opt_.epochs > 0 ? opt_.epochs : 1;
     if (epochs > INT64_MAX / batchesPerEpoch)
-      throw dist::AgreedError("", "--epochs", std::to_string(epochs) + " epochs of " +
+      throw job::AgreedError("", "--epochs", std::to_string(epochs) + " epochs of " +
                                                   std::to_string(batchesPerEpoch) +
                                                   " steps overflow the step counter");
     total_ = epochs * batchesPerEpoch;
@@ -275,7 +276,7 @@ void Trainer::prepare() {
     for (const plan::TensorRef &t : p.outputs)
       if (t.name == name) ref = &t;
     if (!ref)
-      throw dist::AgreedError("", "--output", "the plan has no output '" + name +
+      throw job::AgreedError("", "--output", "the plan has no output '" + name +
                                                   "' (outputs: " + namesOf(p.outputs) + ")");
     outputs_.push_back({ref, file, {}});
   }
@@ -345,7 +346,7 @@ void Trainer::loadStart() {
   }
   if (resumeFrom_) {
     for (const std::string &w :
-         io::restoreCheckpoint(ex, *resumeFrom_, checksum_, opt_.force).warnings)
+         restoreCheckpoint(ex, *resumeFrom_, checksum_, opt_.force).warnings)
       note(w);
     info_.position.shuffle = resumeFrom_->info.position.shuffle;
     info_.position.shuffleSeed = resumeFrom_->info.position.shuffleSeed;
@@ -367,7 +368,7 @@ void Trainer::writeCheckpoint(std::vector<io::NamedTensor> &params) {
   }
   // The state follows the parameters in the file; `params` is left as it came.
   const size_t count = params.size();
-  for (io::NamedTensor &t : dist::gatherTensors(group_, ex, placement_.rankOf, ex.plan().states))
+  for (io::NamedTensor &t : job::gatherTensors(group_, ex, placement_.rankOf, ex.plan().states))
     params.push_back(std::move(t));
   if (group_.rank() == 0) io::writeCheckpoint(opt_.save, params, info_);
   params.resize(count);
@@ -416,7 +417,7 @@ void Trainer::runSteps() {
     // The final checkpoint is finish()'s (after --output files are written).
     if (opt_.saveEvery > 0 && (s + 1) % opt_.saveEvery == 0 && s + 1 < total) {
       std::vector<io::NamedTensor> params =
-          dist::gatherTensors(group_, ex, placement_.rankOf, ex.plan().params);
+          job::gatherTensors(group_, ex, placement_.rankOf, ex.plan().params);
       writeCheckpoint(params);
     }
     progress.update(s + 1);
@@ -428,7 +429,7 @@ void Trainer::finish() {
   Executor &ex = *executor_;
   int64_t ran = std::max<int64_t>(total_ - first_, 0);
   for (Collected &c : outputs_) {
-    dist::moveToRoot(group_, placement_.rankOf[c.ref->device], c.bytes);
+    job::moveToRoot(group_, placement_.rankOf[c.ref->device], c.bytes);
     if (group_.rank() != 0) continue;
     std::vector<int64_t> shape = c.ref->shape;
     if (shape.empty()) shape = {ran};
@@ -438,7 +439,7 @@ void Trainer::finish() {
   // The parameters are gathered once for the checkpoint and the listing.
   std::vector<io::NamedTensor> params;
   if (!opt_.save.empty() || opt_.printParams)
-    params = dist::gatherTensors(group_, ex, placement_.rankOf, ex.plan().params);
+    params = job::gatherTensors(group_, ex, placement_.rankOf, ex.plan().params);
   if (!opt_.save.empty()) writeCheckpoint(params);
   if (opt_.printParams && group_.rank() == 0) printParams(params, out_);
 }

@@ -1,7 +1,7 @@
 //===- runtime/train/Trainer.h - the training loop ----------------------===//
 //
 // Everything `mpc run` does once its flags are parsed, as a library: read
-// the plan, give its devices to the ranks of the job (runtime/dist/), check
+// the plan, give its devices to the ranks of the job (runtime/job/), check
 // that every rank starts the same run, load the datasets and the start
 // position (a fresh run, --init weights or a --resume checkpoint), then step:
 // each step takes its batch rows in the data order (file order, or the
@@ -13,16 +13,16 @@
 // In a job of several ranks every rank runs the same Trainer on the devices
 // it hosts. The rank that hosts the loss prints the loss lines and the
 // progress line; rank 0 prints notes and writes every file, after gathering
-// the tensors it does not host (runtime/dist/Gather.h). The data order is a
+// the tensors it does not host (runtime/job/Gather.h). The data order is a
 // function of the seed alone, so it is the same on every rank.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "runtime/Executor.h"
-#include "runtime/dist/ProcessGroup.h"
-#include "runtime/io/Checkpoint.h"
-#include "runtime/io/Npy.h"
+#include "runtime/job/ProcessGroup.h"
+#include "io/Checkpoint.h"
+#include "io/Npy.h"
 #include "runtime/train/Datasets.h"
 
 #include <cstdint>
@@ -66,19 +66,19 @@ struct Placement {
 
 /// Makes this rank's executor for the plan (the driver chooses the backend).
 using ExecutorMaker =
-    std::function<std::unique_ptr<Executor>(plan::Plan, const Placement &, dist::ProcessGroup &)>;
+    std::function<std::unique_ptr<Executor>(plan::Plan, const Placement &, job::ProcessGroup &)>;
 
 /// The CPU runtime: every hosted device on the CPU backend, the group's
 /// transport, at most `threads` threads (0: the cores; Executor).
 std::unique_ptr<Executor> makeCpuExecutor(plan::Plan plan, const Placement &placement,
-                                          dist::ProcessGroup &group, unsigned threads);
+                                          job::ProcessGroup &group, unsigned threads);
 /// makeCpuExecutor as an ExecutorMaker.
 ExecutorMaker cpuExecutorMaker(unsigned threads = 0);
 
 class Trainer {
 public:
   /// Loss lines go to `out`, notes, warnings and the progress line to `err`.
-  Trainer(TrainOptions options, dist::ProcessGroup &group, ExecutorMaker make,
+  Trainer(TrainOptions options, job::ProcessGroup &group, ExecutorMaker make,
           std::ostream &out, std::ostream &err);
   ~Trainer();
 
@@ -116,7 +116,7 @@ private:
   void note(const std::string &line, int rank = 0);
 
   TrainOptions opt_;
-  dist::ProcessGroup &group_;
+  job::ProcessGroup &group_;
   ExecutorMaker make_;
   std::ostream &out_, &err_;
 

@@ -5,7 +5,7 @@
 // report. An accepted array must write back and read back equal.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/io/Npy.h"
+#include "io/Npy.h"
 #include "support/Error.h"
 
 #include <cstdint>
@@ -13,14 +13,14 @@
 #include <cstdlib>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  mpc::runtime::io::NpyArray a;
+  mpc::io::NpyArray a;
   try {
-    a = mpc::runtime::io::parseNpy(data, size, "fuzz.npy");
+    a = mpc::io::parseNpy(data, size, "fuzz.npy");
   } catch (const mpc::UserError &) {
     return 0;
   }
-  std::vector<uint8_t> bytes = mpc::runtime::io::encodeNpy(a.dtype, a.shape, a.data.data());
-  mpc::runtime::io::NpyArray b = mpc::runtime::io::parseNpy(bytes.data(), bytes.size(), "fuzz.npy");
+  std::vector<uint8_t> bytes = mpc::io::encodeNpy(a.dtype, a.shape, a.data.data());
+  mpc::io::NpyArray b = mpc::io::parseNpy(bytes.data(), bytes.size(), "fuzz.npy");
   if (b.dtype != a.dtype || b.shape != a.shape || b.data != a.data) {
     std::fprintf(stderr, "NPY array does not survive a round trip\n");
     std::abort();

@@ -5,7 +5,7 @@
 // report. An accepted plan must serialise back to the same bytes.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/plan/PlanIO.h"
+#include "plan/PlanIO.h"
 #include "support/Error.h"
 
 #include <cstdint>

@@ -5,7 +5,7 @@
 // report. Accepted tensors and metadata must encode and decode back equal.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/io/Safetensors.h"
+#include "io/Safetensors.h"
 #include "support/Error.h"
 
 #include <cstdint>
@@ -13,7 +13,7 @@
 #include <cstdlib>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  namespace io = mpc::runtime::io;
+  namespace io = mpc::io;
   io::SafetensorsFile f;
   try {
     f = io::parseSafetensorsFile(data, size, "fuzz.safetensors");

@@ -15,12 +15,15 @@ at random, rank 0 the writer included) with SIGKILL. Requires:
 usage: kill-rank.py MPC REGRESSION3_DATA SOURCE_DIR WORK_DIR [SEED]
 """
 import os
-import random
 import shutil
 import signal
 import subprocess
 import sys
 import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "utils"))
+import faults  # noqa: E402  (the steps shared with test/runtime/kill-resume.py)
 
 KILLS = 6
 MAX_DELAY = 1.5
@@ -49,39 +52,16 @@ def ranks_of(mpirun_pid):
 
 
 def main():
-    mpc, gen, src, work = sys.argv[1:5]
-    seed = int(sys.argv[5]) if len(sys.argv) > 5 else int(time.time())
-    rng = random.Random(seed)
-    print("kill-rank: seed %d" % seed)
+    mpc, gen, src, work, rng = faults.args("kill-rank", sys.argv)
     mpirun = shutil.which("mpirun")
     if not mpirun:
-        print("FAIL: mpirun not found (scripts/install-deps.sh installs openmpi-bin)")
-        return 1
+        return faults.fail("mpirun not found (scripts/install-deps.sh installs openmpi-bin)")
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    subprocess.run([gen, work, "--rows", "1000"], check=True, stdout=subprocess.DEVNULL)
-    plan = os.path.join(work, "plan.bin")
-    subprocess.run([mpc, "compile", os.path.join(src, "examples/regression3/model.json"),
-                    "-o", plan], check=True)
-    run = [mpc, "run", plan, "--input", "x=" + os.path.join(work, "x.npy"),
-           "--input", "y=" + os.path.join(work, "y.npy"), "--steps", str(STEPS),
-           "--shuffle", "--seed", "4", "--log-every", "100"]
-    ref = os.path.join(work, "ref.safetensors")
-    subprocess.run(run + ["--save", ref], check=True, capture_output=True)
-
-    ckpt_dir = os.path.join(work, "ckpt")
-    os.makedirs(ckpt_dir)
-    ckpt = os.path.join(ckpt_dir, "run.safetensors")
+    s = faults.Setup(mpc, gen, src, work, STEPS, seed=4, log_every=100)
     kills = 0
     while True:
         ranks = rng.choice([2, 3])
-        cmd = [mpirun, "--oversubscribe", "-np", str(ranks)] + run + \
-            ["--save", ckpt, "--save-every", "1"]
-        if os.path.exists(ckpt):
-            cmd += ["--resume", ckpt]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                text=True)
+        proc = s.start([mpirun, "--oversubscribe", "-np", str(ranks)], env=env)
         if kills < KILLS:
             time.sleep(rng.uniform(0.3, MAX_DELAY))
             victim = rng.randrange(ranks)
@@ -97,36 +77,23 @@ def main():
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.communicate()
-                    print("FAIL: the job did not end within %.0f s of SIGKILL to rank %d"
-                          % (LIMIT, victim))
-                    return 1
+                    return faults.fail("the job did not end within %.0f s of SIGKILL to rank %d"
+                                       % (LIMIT, victim))
                 took = time.time() - killed_at
                 if proc.returncode == 0:
-                    print("FAIL: the job exited 0 after rank %d was killed" % victim)
-                    return 1
+                    return faults.fail("the job exited 0 after rank %d was killed" % victim)
                 kills += 1
                 print("kill %d: rank %d of %d killed; the job ended in %.2f s (exit %d)"
                       % (kills, victim, ranks, took, proc.returncode))
                 continue
-        try:
-            out, err = proc.communicate(timeout=300)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            print("FAIL: a job without kills did not finish")
-            return 1
-        if proc.returncode != 0:
-            print("run failed (exit %d): %s" % (proc.returncode, err))
+        if faults.finish(proc, timeout=300) is None:
             return 1
         break
 
-    with open(ref, "rb") as a, open(ckpt, "rb") as b:
-        if a.read() != b.read():
-            print("FAIL: the final checkpoint differs from the one-process run's")
-            return 1
-    left = [n for n in os.listdir(ckpt_dir) if n != "run.safetensors"]
-    if left:
-        print("FAIL: files left beside the checkpoint: %s" % left)
-        return 1
+    if not s.final_equal():
+        return faults.fail("the final checkpoint differs from the one-process run's")
+    if s.left():
+        return faults.fail("files left beside the checkpoint: %s" % s.left())
     print("kill-rank: %d kills, final checkpoint equals the one-process run's" % kills)
     return 0
 

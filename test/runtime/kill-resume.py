@@ -16,12 +16,13 @@ Bounded: at most KILLS kills with delays up to MAX_DELAY seconds.
 usage: kill-resume.py MPC REGRESSION3_DATA SOURCE_DIR WORK_DIR [SEED]
 """
 import os
-import random
-import shutil
 import signal
-import subprocess
 import sys
 import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "utils"))
+import faults  # noqa: E402  (the steps shared with test/mpi/kill-rank.py)
 
 KILLS = 12
 MAX_DELAY = 0.4
@@ -29,59 +30,31 @@ STEPS = 2000
 
 
 def main():
-    mpc, gen, src, work = sys.argv[1:5]
-    seed = int(sys.argv[5]) if len(sys.argv) > 5 else int(time.time())
-    rng = random.Random(seed)
-    print("kill-resume: seed %d" % seed)
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    subprocess.run([gen, work, "--rows", "1000"], check=True, stdout=subprocess.DEVNULL)
-    plan = os.path.join(work, "plan.bin")
-    subprocess.run([mpc, "compile", os.path.join(src, "examples/regression3/model.json"),
-                    "-o", plan], check=True)
-    base = [mpc, "run", plan, "--input", "x=" + os.path.join(work, "x.npy"),
-            "--input", "y=" + os.path.join(work, "y.npy"), "--steps", str(STEPS),
-            "--shuffle", "--seed", "11", "--log-every", "1"]
-
-    ref = os.path.join(work, "ref.safetensors")
-    ref_lines = subprocess.run(base + ["--save", ref], check=True, capture_output=True,
-                               text=True).stdout.splitlines()
-
-    ckpt_dir = os.path.join(work, "ckpt")
-    os.makedirs(ckpt_dir)
-    ckpt = os.path.join(ckpt_dir, "run.safetensors")
+    mpc, gen, src, work, rng = faults.args("kill-resume", sys.argv)
+    s = faults.Setup(mpc, gen, src, work, STEPS, seed=11, log_every=1)
     kills, debris_seen = 0, 0
     while True:
-        cmd = base + ["--save", ckpt, "--save-every", "1"]
-        if os.path.exists(ckpt):
-            cmd += ["--resume", ckpt]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = s.start()
         if kills < KILLS:
             time.sleep(rng.uniform(0, MAX_DELAY))
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
                 proc.communicate()
                 kills += 1
-                debris_seen += sum(".tmp." in n for n in os.listdir(ckpt_dir))
+                debris_seen += sum(".tmp." in n for n in os.listdir(s.ckpt_dir))
                 continue
-        out, err = proc.communicate()
-        if proc.returncode != 0:
-            print("run failed (exit %d): %s" % (proc.returncode, err))
+        out = faults.finish(proc)
+        if out is None:
             return 1
         break
 
-    with open(ref, "rb") as a, open(ckpt, "rb") as b:
-        if a.read() != b.read():
-            print("FAIL: the resumed checkpoint differs from the uninterrupted run's")
-            return 1
+    if not s.final_equal():
+        return faults.fail("the resumed checkpoint differs from the uninterrupted run's")
     lines = out.splitlines()
-    if not lines or lines != ref_lines[len(ref_lines) - len(lines):]:
-        print("FAIL: the last run's loss lines differ from the uninterrupted run's")
-        return 1
-    left = sorted(os.listdir(ckpt_dir))
-    if left != ["run.safetensors"]:
-        print("FAIL: files left in the checkpoint folder: %s" % left)
-        return 1
+    if not lines or lines != s.ref_lines[len(s.ref_lines) - len(lines):]:
+        return faults.fail("the last run's loss lines differ from the uninterrupted run's")
+    if s.left():
+        return faults.fail("files left in the checkpoint folder: %s" % s.left())
     print("kill-resume: %d kills, named temporaries seen right after a kill: %d, "
           "final run resumed at step %d; checkpoint equal to the uninterrupted run's"
           % (kills, debris_seen, STEPS - len(lines)))

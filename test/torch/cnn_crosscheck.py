@@ -19,9 +19,9 @@ same float32 values:
     of its own size, not of the parameter's.
 
 Both are held to TOL relative to the largest magnitude of the tensor (the
-float32 kernels sum in another order than float64 PyTorch). Exit status 77
-(skipped) when torch or numpy is not importable; under CI (CI=true) that is
-a failure instead, as in crosscheck.py.
+float32 kernels sum in another order than float64 PyTorch). Skipped (exit
+77, with the reason) when torch or numpy is not importable, a failure under
+CI=true: the rule of torch_guard.py.
 """
 import json
 import os
@@ -30,7 +30,8 @@ import sys
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from crosscheck import np, read_safetensors, torch, write_safetensors  # noqa: E402
+from torch_guard import np, torch  # noqa: E402
+from crosscheck import read_safetensors, write_safetensors  # noqa: E402
 
 import torch.nn.functional as F  # noqa: E402
 

@@ -10,9 +10,8 @@ same batches (file order), and compares the parameters. It also reads mpc's
 NPY and safetensors files with numpy and a plain safetensors parser written
 from the format's specification, so it checks those formats too.
 
-Exit status 77 (skipped) when torch or numpy is not importable; the test
-that runs this script reports the skip with that reason. Under CI
-(CI=true) that is a failure instead.
+Skipped (exit 77, with the reason) when torch or numpy is not importable,
+a failure under CI=true: the rule of torch_guard.py.
 """
 import json
 import os
@@ -20,17 +19,9 @@ import struct
 import subprocess
 import sys
 
-try:
-    import numpy as np
-    import torch
-except ImportError as e:  # pragma: no cover - depends on the machine
-    # A cross-check that skips in CI checks nothing: there, scripts/install-deps.sh
-    # has installed torch, and its absence is a failure.
-    if os.environ.get("CI") == "true":
-        print("error: torch/numpy not available to %s (%s) under CI" % (sys.executable, e))
-        sys.exit(1)
-    print("skipped: torch/numpy not available to %s (%s); install python3-torch" % (sys.executable, e))
-    sys.exit(77)
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_guard import np, torch  # noqa: E402
 
 STEPS = 60
 BATCH = 100

@@ -34,8 +34,8 @@ constant added to a row of scores), so Adam turns pure rounding noise into
 steps of up to lr; it is reported and held to |diff| <= 2 * lr * STEPS.
 Losses: within 2e-5 relative (mpc prints 6 significant digits).
 
-Exit status 77 (skipped) when torch or numpy is not importable; under CI
-(CI=true) that is a failure instead, as in crosscheck.py.
+Skipped (exit 77, with the reason) when torch or numpy is not importable,
+a failure under CI=true: the rule of torch_guard.py.
 """
 import json
 import os
@@ -46,9 +46,10 @@ import sys
 # No __pycache__ in the source tree (the fuzz replay reads examples/ whole).
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# crosscheck.py holds the skip-or-fail rule for a missing torch, and the
-# safetensors reader and writer written from the format's specification.
-from crosscheck import np, read_safetensors, torch, write_safetensors  # noqa: E402
+# torch_guard.py holds the skip-or-fail rule for a missing torch; crosscheck.py
+# the safetensors reader and writer written from the format's specification.
+from torch_guard import np, torch  # noqa: E402
+from crosscheck import read_safetensors, write_safetensors  # noqa: E402
 
 STEPS = 30
 MICROBATCHES = (1, 2)

@@ -34,8 +34,8 @@ biased batch variance. Tolerance: float32 with different
 summation orders; 2e-5 relative to each tensor's largest magnitude, plus
 1e-6.
 
-Exit status 77 (skipped) when torch, numpy or the dataset is missing; under
-CI (CI=true) that is a failure instead.
+Skipped (exit 77, with the reason) when torch, numpy or the dataset is
+missing, a failure under CI=true: the rule of torch_guard.py.
 """
 import os
 import struct
@@ -44,7 +44,8 @@ import sys
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from crosscheck import np, read_safetensors, torch  # noqa: E402
+from torch_guard import np, skip_or_fail, torch  # noqa: E402
+from crosscheck import read_safetensors  # noqa: E402
 
 STEPS = 3
 BATCH = 8
@@ -147,12 +148,7 @@ def main():
     mpc, src, work = sys.argv[1:4]
     os.makedirs(work, exist_ok=True)
     if not os.path.isdir(DATASET):
-        msg = "%s missing; install Debian's dataset-fashion-mnist" % DATASET
-        if os.environ.get("CI") == "true":
-            print("error: " + msg)
-            return 1
-        print("skipped: " + msg)
-        return 77
+        skip_or_fail("%s missing" % DATASET, "install Debian's dataset-fashion-mnist")
 
     data = os.path.join(work, "data")
     sh([sys.executable, os.path.join(src, "examples", "fashion-mnist", "prepare_data.py"),

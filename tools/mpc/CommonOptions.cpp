@@ -123,22 +123,22 @@ passes::Instrumentation CommonOptions::instrumentation() const {
   return in;
 }
 
-std::unique_ptr<ir::Graph> runPipeline(const std::string &modelPath, const CommonOptions &opts,
-                                       const std::string &fallbackPipeline,
-                                       bool useDefaultTrainingPipeline) {
-  passes::PassContext ctx;
-  ctx.options = opts.passOptions();
-  ctx.log = &std::cerr;
+compiler::CompileOptions CommonOptions::compileOptions(compiler::DefaultPipeline fallback) const {
+  compiler::CompileOptions o;
+  o.passes = passOptions();
+  o.instrumentation = instrumentation();
+  o.pipeline = passes;
+  o.fallback = fallback;
+  o.enableTestPasses = enableTestPasses;
+  o.log = &std::cerr;
+  return o;
+}
+
+std::unique_ptr<ir::Graph> runPasses(const std::string &modelPath,
+                                     const compiler::CompileOptions &options) {
   std::unique_ptr<ir::Graph> graph = ir::readModelFile(modelPath);
-  passes::PassManager pm(ctx, opts.instrumentation());
-  std::string pipeline = opts.passes;
-  if (pipeline.empty())
-    pipeline = useDefaultTrainingPipeline ? passes::defaultPipeline(*graph, ctx.options) : fallbackPipeline;
-  pm.addPipeline(pipeline, opts.enableTestPasses);
-  pm.run(*graph);
-  if (opts.stats)
-    for (const passes::PassStatistic &s : ctx.statistics)
-      std::cerr << s.pass << ": " << s.name << " = " << s.value << "\n";
+  std::vector<passes::PassStatistic> statistics = compiler::runPasses(*graph, options);
+  if (options.passes.stats) compiler::printPassStatistics(statistics, std::cerr);
   return graph;
 }
 

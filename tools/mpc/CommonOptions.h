@@ -1,7 +1,7 @@
 //===- tools/mpc/CommonOptions.h - flags shared by opt and compile ------===//
 #pragma once
 
-#include "passes/PassManager.h"
+#include "compiler/Compile.h"
 
 #include <CLI/CLI.hpp>
 
@@ -30,16 +30,20 @@ struct CommonOptions {
   std::string schedule;     ///< "": the model's
 
   void addTo(CLI::App &cmd);
-  /// Validates the flag values and turns them into pass options; throws
-  /// UserError naming the flag.
+  /// Validates the flag values and turns them into the compiler's options
+  /// (passes run when --passes is not given: `fallback`); throws UserError
+  /// naming the flag. Logs go to stderr.
+  compiler::CompileOptions compileOptions(compiler::DefaultPipeline fallback) const;
+
+private:
   passes::PassOptions passOptions() const;
   passes::Instrumentation instrumentation() const;
 };
 
-/// Reads MODEL, runs `pipeline` with the flags, returns the graph.
-std::unique_ptr<ir::Graph> runPipeline(const std::string &modelPath, const CommonOptions &opts,
-                                       const std::string &defaultPipelineOverride,
-                                       bool useDefaultTrainingPipeline);
+/// Reads MODEL and runs the compiler's passes on it (compiler::runPasses);
+/// prints the pass statistics under --stats.
+std::unique_ptr<ir::Graph> runPasses(const std::string &modelPath,
+                                     const compiler::CompileOptions &options);
 
 /// Parses "123", "64KiB", "16MiB", "2GiB", "1.5GB"; throws UserError.
 int64_t parseByteSize(const std::string &text, const std::string &flag);

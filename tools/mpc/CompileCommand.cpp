@@ -1,15 +1,16 @@
 //===- tools/mpc/CompileCommand.cpp - `mpc compile`: model -> plan.bin ---===//
 //
-// Runs the default training pipeline (passes/Pipelines.cpp) or --passes,
-// then lowers the graph to an execution plan and writes plan.bin. With
-// --emit=ir or --emit=json it writes the IR instead. Output files are written
-// atomically: a failing compile leaves no file behind.
+// Runs the compiler (compiler/Compile.h): the default training pipeline
+// (passes/Pipelines.cpp) or --passes, then lowers the graph to an execution
+// plan and writes plan.bin. With --emit=ir or --emit=json it writes the IR
+// instead. Output files are written atomically: a failing compile leaves no
+// file behind.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Lower.h"
 #include "ir/JsonWriter.h"
 #include "ir/Printer.h"
-#include "runtime/plan/PlanIO.h"
+#include "plan/PlanIO.h"
 #include "support/FileIO.h"
 #include "tools/mpc/BuryPointer.h"
 #include "tools/mpc/Commands.h"
@@ -47,7 +48,10 @@ void addCompileCommand(CLI::App &app) {
                 "its dying operand's slot");
   args->common.addTo(*cmd);
   cmd->callback([args] {
-    auto graph = runPipeline(args->model, args->common, "", /*useDefaultTrainingPipeline=*/true);
+    compiler::CompileOptions options =
+        args->common.compileOptions(compiler::DefaultPipeline::Training);
+    options.lower = codegen::LowerOptions{args->seed, !args->noInPlace};
+    auto graph = runPasses(args->model, options);
     if (args->emit == "ir") {
       writeFileAtomic(args->output, ir::printGraph(*graph));
       return;
@@ -56,8 +60,7 @@ void addCompileCommand(CLI::App &app) {
       writeFileAtomic(args->output, ir::writeModelJson(*graph));
       return;
     }
-    auto p = std::make_unique<plan::Plan>(
-        codegen::lowerToPlan(*graph, codegen::LowerOptions{args->seed, !args->noInPlace}));
+    auto p = std::make_unique<plan::Plan>(compiler::lower(*graph, options));
     if (args->common.stats) {
       codegen::printPlanStats(*p, std::cerr);
       codegen::printPipelineStats(*graph, *p, std::cerr);

@@ -10,8 +10,8 @@
 // file and the section.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/plan/PlanIO.h"
-#include "runtime/plan/PlanSchedule.h"
+#include "plan/PlanIO.h"
+#include "plan/PlanSchedule.h"
 #include "support/Error.h"
 #include "tools/mpc/Commands.h"
 

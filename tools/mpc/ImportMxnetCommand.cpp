@@ -8,14 +8,14 @@
 // Parses the flags, hands the symbol to the importer library
 // (frontend/mxnet/) and writes what it returns: the model JSON and, from a
 // .params file, a safetensors file for `mpc run --init` (the library stays
-// free of the runtime; the safetensors writer lives in runtime/io).
+// free of the runtime; the safetensors writer lives in io).
 // See docs/import-mxnet.md.
 //
 //===----------------------------------------------------------------------===//
 #include "frontend/mxnet/Import.h"
 #include "frontend/mxnet/ParamsFile.h"
 #include "frontend/mxnet/SymbolFile.h"
-#include "runtime/io/Safetensors.h"
+#include "io/Safetensors.h"
 #include "support/Error.h"
 #include "support/FileIO.h"
 #include "tools/mpc/Commands.h"
@@ -58,11 +58,11 @@ void importMxnet(const ImportArgs &a) {
   for (const std::string &n : r.notes) std::cerr << n << "\n";
   // Convert the parameters before writing anything: a bad .params file
   // leaves neither output behind.
-  std::vector<runtime::io::NamedTensor> tensors;
+  std::vector<io::NamedTensor> tensors;
   if (!a.params.empty()) {
     for (const mx::FloatTensor &t :
          mx::matchParams(mx::readParamsFile(a.params), r.arrays, a.params)) {
-      runtime::io::NamedTensor n;
+      io::NamedTensor n;
       n.name = t.name;
       n.shape = t.shape;
       n.data.resize(t.data.size() * 4);
@@ -71,7 +71,7 @@ void importMxnet(const ImportArgs &a) {
     }
   }
   writeFileAtomic(a.output, r.modelJson);
-  if (!a.paramsOut.empty()) runtime::io::writeSafetensors(a.paramsOut, tensors, {{"format", "pt"}});
+  if (!a.paramsOut.empty()) io::writeSafetensors(a.paramsOut, tensors, {{"format", "pt"}});
 }
 
 } // namespace

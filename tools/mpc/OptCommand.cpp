@@ -33,8 +33,8 @@ void addOptCommand(CLI::App &app) {
       ->check(CLI::IsMember({"text", "json"}));
   args->common.addTo(*cmd);
   cmd->callback([args] {
-    auto graph = runPipeline(args->model, args->common, /*fallbackPipeline=*/"",
-                             /*useDefaultTrainingPipeline=*/false);
+    auto graph =
+        runPasses(args->model, args->common.compileOptions(compiler::DefaultPipeline::None));
     std::string out = args->emit == "json" ? ir::writeModelJson(*graph) : ir::printGraph(*graph);
     if (args->output.empty()) std::cout << out << std::flush;
     else writeFileAtomic(args->output, out);

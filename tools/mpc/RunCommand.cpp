@@ -13,9 +13,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Executor.h"
-#include "runtime/dist/FailFast.h"
+#include "runtime/job/FailFast.h"
 #include "runtime/mpi/MpiJob.h"
-#include "runtime/plan/Plan.h"
+#include "plan/Plan.h"
 #include "runtime/train/Trainer.h"
 #include "support/Error.h"
 #include "tools/mpc/Commands.h"
@@ -47,7 +47,7 @@ struct RunArgs {
 /// The CUDA runtime is a module, loaded on first use (runtime/cuda/Plugin.h).
 train::ExecutorMaker executorMaker(const RunArgs &args) {
   return [&args](plan::Plan p, const train::Placement &placement,
-                 runtime::dist::ProcessGroup &group) -> std::unique_ptr<runtime::Executor> {
+                 runtime::job::ProcessGroup &group) -> std::unique_ptr<runtime::Executor> {
     bool gpu = plan::usesGpu(p);
 #ifdef MPC_HAVE_CUDA
     if (args.backend == "cuda" || (args.backend == "auto" && gpu)) {
@@ -83,14 +83,14 @@ train::ExecutorMaker executorMaker(const RunArgs &args) {
 }
 
 void run(RunArgs &args) {
-  std::unique_ptr<runtime::dist::ProcessGroup> group = runtime::mpi::joinJob();
+  std::unique_ptr<runtime::job::ProcessGroup> group = runtime::mpi::joinJob();
   args.train.progress = isatty(STDERR_FILENO) != 0;
   args.train.agreeAlso = {{"--backend", args.backend},
                           {"--device-map", args.deviceMap},
                           {"--transport", args.transport},
                           {"--allow-tf32", args.allowTf32 ? "on" : "off"}};
   train::Trainer trainer(args.train, *group, executorMaker(args), std::cout, std::cerr);
-  runtime::dist::runOrEndJob(
+  runtime::job::runOrEndJob(
       *group, "mpc run", [&] { trainer.run(); }, [&] { return trainer.whoAmI(); });
 }
 

@@ -51,10 +51,12 @@ __device__ inline int64_t stridedOffsetA(const StridedDesc &d, int64_t i) {
 }
 
 /// Sum of `v` over the block (blockDim.x threads, a power of two <= 1024)
-/// in a fixed tree order; the result is valid in thread 0. `shared` holds
-/// blockDim.x floats.
-__device__ inline float blockSum(float v, float *shared) {
+/// in a fixed tree order, valid in every thread; for float and double (the
+/// norms sum in double). `shared` holds blockDim.x values. The first barrier
+/// lets a block sum again while threads still read the previous result.
+template <class T> __device__ inline T blockSum(T v, T *shared) {
   unsigned t = threadIdx.x;
+  __syncthreads();
   shared[t] = v;
   __syncthreads();
   for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {

@@ -15,7 +15,7 @@
 #include "runtime/cuda/kernels/Common.cuh"
 #include "runtime/cuda/kernels/Prepare.h"
 
-#include "runtime/cuda/Descriptors.h"
+#include "runtime/cuda/kernels/Descriptors.h"
 
 #include <cmath>
 

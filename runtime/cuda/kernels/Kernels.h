@@ -1,7 +1,7 @@
 //===- runtime/cuda/kernels/Kernels.h - CUDA kernel launchers -----------===//
 //
 // The device side of the CUDA backend: one launcher per kernel family,
-// callable from host C++ (runtime/cuda/CudaKernels.cpp resolves plan
+// callable from host C++ (runtime/cuda/kernels/CudaKernels.cpp resolves plan
 // instructions onto them once, at load). Every launcher is asynchronous on the
 // given stream, allocates nothing and never synchronises the host; shapes and
 // strides arrive precomputed in small by-value descriptors.

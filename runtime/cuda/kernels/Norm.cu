@@ -16,8 +16,8 @@
 //
 // batch_norm and its backward ops run one 256-thread block per channel: the
 // threads stride over the channel's elements of x seen as [outer, C, inner],
-// and the block sums in float64 over a fixed tree (blockSumD), so the
-// statistics do not depend on timing. The backward block reduces first and
+// and the block sums in float64 over a fixed tree (blockSum of Common.cuh),
+// so the statistics do not depend on timing. The backward block reduces first and
 // then writes its channel's dx, so it needs no scratch.
 //
 //===----------------------------------------------------------------------===//
@@ -189,20 +189,6 @@ namespace {
 
 constexpr int kChannelThreads = 256;
 
-/// Sum of `v` over the block (kChannelThreads threads) in a fixed tree, in
-/// every thread. `shared` holds kChannelThreads doubles.
-__device__ inline double blockSumD(double v, double *shared) {
-  unsigned t = threadIdx.x;
-  __syncthreads(); // `shared` may still be read from the previous sum
-  shared[t] = v;
-  __syncthreads();
-  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (t < s) shared[t] += shared[t + s];
-    __syncthreads();
-  }
-  return shared[0];
-}
-
 /// Flat index of element e (of outer * inner) of channel c.
 __device__ inline int64_t channelIndex(ChannelShape s, int64_t c, int64_t e) {
   return ((e / s.inner) * s.c + c) * s.inner + e % s.inner;
@@ -214,13 +200,13 @@ __device__ inline void channelMoments(const float *x, ChannelShape s, int64_t c,
   const int64_t n = s.outer * s.inner;
   double acc = 0;
   for (int64_t e = threadIdx.x; e < n; e += blockDim.x) acc += double(x[channelIndex(s, c, e)]);
-  mean = blockSumD(acc, shared) / double(n);
+  mean = blockSum(acc, shared) / double(n);
   acc = 0;
   for (int64_t e = threadIdx.x; e < n; e += blockDim.x) {
     double d = double(x[channelIndex(s, c, e)]) - mean;
     acc += d * d;
   }
-  var = blockSumD(acc, shared) / double(n);
+  var = blockSum(acc, shared) / double(n);
 }
 
 /// Mean and rstd of channel c: the running statistics when given, else the batch's.
@@ -275,8 +261,8 @@ __global__ void batchNormGradKernel(const float *__restrict__ x, const float *__
     accG += g;
     accGX += g * (double(x[i]) - mean) * rstd;
   }
-  const double meanG = blockSumD(accG, shared) / double(n);
-  const double meanGX = blockSumD(accGX, shared) / double(n);
+  const double meanG = blockSum(accG, shared) / double(n);
+  const double meanGX = blockSum(accGX, shared) / double(n);
   for (int64_t e = threadIdx.x; e < n; e += blockDim.x) {
     int64_t i = channelIndex(s, c, e);
     double xhat = (double(x[i]) - mean) * rstd;
@@ -297,7 +283,7 @@ __global__ void batchNormGammaGradKernel(const float *__restrict__ x,
     int64_t i = channelIndex(s, c, e);
     acc += double(dy[i]) * (double(x[i]) - mean) * rstd;
   }
-  double total = blockSumD(acc, shared);
+  double total = blockSum(acc, shared);
   if (threadIdx.x == 0) dgamma[c] = float(total);
 }
 

@@ -4,14 +4,14 @@
 // (they throw RuleError with the reason, and the runtime adds the device and
 // instruction), axis normalisation, the [outer, size, inner] view of a
 // tensor around one axis, and the copy launch of the identity ops. The
-// typed attribute reads are runtime/plan/Attrs.h, shared with the CPU.
+// typed attribute reads are plan/Attrs.h, shared with the CPU.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/cuda/CudaKernels.h"
+#include "runtime/cuda/kernels/CudaKernels.h"
 #include "runtime/cuda/kernels/Kernels.h"
-#include "runtime/plan/Attrs.h"
+#include "plan/Attrs.h"
 #include "support/Error.h"
 
 #include <cstdint>

@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/kernels/Prepare.h"
 
-#include "runtime/cuda/Descriptors.h"
+#include "runtime/cuda/kernels/Descriptors.h"
 
 namespace mpc::runtime::cuda {
 

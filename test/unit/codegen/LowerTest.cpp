@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/Lower.h"
 #include "ir/Init.h"
-#include "runtime/plan/PlanIO.h"
+#include "plan/PlanIO.h"
 #include "support/Error.h"
 #include "test/unit/codegen/TestGraphs.h"
 #include "test/unit/codegen/TestPlanChecks.h"

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/ArenaOccupancy.h"
 #include "codegen/LowerSteps.h"
-#include "runtime/plan/PlanFormat.h"
+#include "plan/PlanFormat.h"
 
 #include <gtest/gtest.h>
 

@@ -7,10 +7,10 @@
 // memory, and orders every in-place update after the readers of the old value.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/plan/PlanIO.h"
+#include "plan/PlanIO.h"
 #include "test/unit/codegen/TestPlanChecks.h"
 #include "test/unit/SeedModel.h"
-#include "compiler/CompileModel.h"
+#include "compiler/Compile.h"
 
 #include <gtest/gtest.h>
 

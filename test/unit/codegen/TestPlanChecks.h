@@ -11,7 +11,7 @@
 #pragma once
 
 #include "ir/OpInfo.h"
-#include "runtime/plan/Plan.h"
+#include "plan/Plan.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 // group's collectives and point-to-point moves.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/dist/Gather.h"
+#include "runtime/job/Gather.h"
 #include "runtime/mpi/MpiJob.h"
 #include "runtime/mpi/MpiTransport.h"
 
@@ -21,7 +21,7 @@
 namespace mpc::runtime::mpi {
 namespace {
 
-dist::ProcessGroup *group = nullptr;
+job::ProcessGroup *group = nullptr;
 
 /// A fresh communicator per test, so one test's messages never meet
 /// another's.
@@ -112,7 +112,7 @@ TEST(MpiGroup, AllGatherAndMovesToRankZero) {
   for (int owner = 0; owner < n; ++owner) {
     std::vector<uint8_t> bytes;
     if (r == owner) bytes = pattern(5u << 20, owner);
-    dist::moveToRoot(*group, owner, bytes);
+    job::moveToRoot(*group, owner, bytes);
     if (r == 0) {
       EXPECT_EQ(bytes, pattern(5u << 20, owner)) << "from rank " << owner;
     }
@@ -130,7 +130,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "unit_mpi: run it under mpirun -np 2 (or more)\n");
     return 1;
   }
-  std::unique_ptr<mpc::runtime::dist::ProcessGroup> g = mpc::runtime::mpi::joinJob();
+  std::unique_ptr<mpc::runtime::job::ProcessGroup> g = mpc::runtime::mpi::joinJob();
   if (g->size() < 2) {
     std::fprintf(stderr, "unit_mpi: needs at least 2 ranks, got %d\n", g->size());
     return 1;

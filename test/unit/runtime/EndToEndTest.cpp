@@ -17,13 +17,12 @@
 //     trained parameters as the product of the three affine layers.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/Lower.h"
 #include "ir/Interpreter.h"
 #include "runtime/Executor.h"
-#include "runtime/plan/PlanIO.h"
+#include "plan/PlanIO.h"
 #include "support/FileIO.h"
 #include "test/unit/ir/OpCases.h"
-#include "compiler/CompileModel.h"
+#include "compiler/Compile.h"
 #include "test/unit/runtime/Batches.h"
 
 #include <gtest/gtest.h>
@@ -254,10 +253,11 @@ struct Compiled {
 Compiled compile(const std::string &json, std::map<std::string, std::string> groupMap = {},
                  bool inPlace = true) {
   Compiled c;
-  passes::PassOptions options;
-  options.groupMap = std::move(groupMap);
-  c.graph = compiler::compileGraph(json, std::move(options));
-  plan::Plan p = codegen::lowerToPlan(*c.graph, codegen::LowerOptions{0, inPlace});
+  compiler::CompileOptions options;
+  options.passes.groupMap = std::move(groupMap);
+  options.lower.inPlace = inPlace;
+  c.graph = compiler::compileGraph(json, options);
+  plan::Plan p = compiler::lower(*c.graph, options);
   std::vector<uint8_t> bytes = plan::serializePlan(p);
   c.plan = plan::deserializePlan(bytes.data(), bytes.size(), "test.plan");
   return c;

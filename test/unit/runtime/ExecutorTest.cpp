@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/Lower.h"
 #include "runtime/Executor.h"
-#include "runtime/plan/PlanIO.h"
+#include "plan/PlanIO.h"
 #include "support/Error.h"
 
 #include <gtest/gtest.h>

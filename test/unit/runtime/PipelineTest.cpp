@@ -17,12 +17,11 @@
 // readers), and 1F1B keeps at most p - s micro-batches in flight on stage s.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/Lower.h"
 #include "ir/Interpreter.h"
 #include "runtime/Executor.h"
-#include "runtime/plan/PlanIO.h"
+#include "plan/PlanIO.h"
 #include "support/Error.h"
-#include "compiler/CompileModel.h"
+#include "compiler/Compile.h"
 #include "test/unit/ir/OpCases.h"
 #include "test/unit/runtime/Batches.h"
 
@@ -92,12 +91,12 @@ struct Compiled {
 };
 
 Compiled compile(const json &model, int64_t microbatches, const std::string &schedule) {
-  passes::PassOptions options;
-  if (microbatches > 0) options.microbatches = microbatches;
-  if (!schedule.empty()) options.schedule = schedule;
+  compiler::CompileOptions options;
+  if (microbatches > 0) options.passes.microbatches = microbatches;
+  if (!schedule.empty()) options.passes.schedule = schedule;
   Compiled c;
   c.graph = compiler::compileGraph(model.dump(), options);
-  plan::Plan p = codegen::lowerToPlan(*c.graph, codegen::LowerOptions{0});
+  plan::Plan p = compiler::lower(*c.graph, options);
   std::vector<uint8_t> bytes = plan::serializePlan(p);
   c.plan = plan::deserializePlan(bytes.data(), bytes.size(), "plan.bin");
   return c;

@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/plan/Plan.h"
+#include "plan/Plan.h"
 
 #include <string>
 #include <vector>

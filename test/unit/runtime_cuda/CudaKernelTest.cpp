@@ -17,7 +17,7 @@
 
 #include "ir/OpInfo.h"
 #include "runtime/Executor.h"
-#include "runtime/cuda/CudaKernels.h"
+#include "runtime/cuda/kernels/CudaKernels.h"
 #include "support/Error.h"
 #include "test/unit/ir/OpCases.h"
 

@@ -9,7 +9,7 @@
 #pragma once
 
 #include "runtime/cuda/CudaBackend.h"
-#include "runtime/plan/Plan.h"
+#include "plan/Plan.h"
 #include "test/unit/runtime/SingleKernelPlan.h"
 
 #include <gtest/gtest.h>

@@ -5,15 +5,17 @@
 // copies exactly like three GPUs) and on the CPU runtime from the same
 // initial values and batches; the parameters must agree within 1e-4
 // relative. A wider model prints an events-based overlap measurement (per
-// device busy time against the wall time of a step), not asserted: timing
-// depends on the machine. Skips, saying so, without a GPU.
+// device busy time against the wall time of a step); the figures depend on
+// the machine, so only their consistency is asserted (each device's span
+// inside the step's, the step's inside the host's). Skips, saying so,
+// without a GPU.
 //
 //===----------------------------------------------------------------------===//
 #include "test/unit/runtime_cuda/CudaTestUtil.h"
 
 #include "runtime/Executor.h"
 #include "test/unit/SeedModel.h"
-#include "compiler/CompileModel.h"
+#include "compiler/Compile.h"
 
 #include <gtest/gtest.h>
 
@@ -254,7 +256,7 @@ TEST(CudaTraining, MlpOnThreeGpusWithNcclMatchesCpuRuntime) {
   trainBothAndCompare(mlpJson(96, 64), 30, &o);
 }
 
-TEST(CudaTraining, CopiesOverlapComputeTimingIsPrinted) {
+TEST(CudaTraining, CopiesOverlapComputeTimingIsConsistent) {
   MPC_REQUIRE_GPU();
   plan::Plan p = compileFor(mlpJson(2048, 1024), {"gpu:0", "gpu:1", "gpu:2"});
   auto batches = makeBatches(p, 1);
@@ -264,20 +266,33 @@ TEST(CudaTraining, CopiesOverlapComputeTimingIsPrinted) {
   train(exec, batches, 5); // warm up
   info->enableTiming(true);
   const int steps = 20;
-  auto t0 = std::chrono::steady_clock::now();
+  // Event resolution is about half a microsecond (cudaEventElapsedTime).
+  const float slackMs = 0.01f;
   float busy = 0, wall = 0;
+  double hostMs = 0;
   for (int s = 0; s < steps; ++s) {
+    SCOPED_TRACE("step " + std::to_string(s));
+    auto t0 = std::chrono::steady_clock::now();
     exec.step();
-    StepTiming t = info->lastStepTiming();
-    for (float ms : t.deviceMs) busy += ms > 0 ? ms : 0;
+    StepTiming t = info->lastStepTiming(); // synchronizes every device
+    double stepHostMs =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    hostMs += stepHostMs;
+    // Every device runs kernels, so each has a span; no span is longer than
+    // the step's span over all three (they share GPU 0's clock), and that
+    // span lies inside the host's view of the step.
+    ASSERT_EQ(t.deviceMs.size(), 3u);
+    for (size_t d = 0; d < t.deviceMs.size(); ++d) {
+      EXPECT_GT(t.deviceMs[d], 0.f) << "device " << d;
+      EXPECT_LE(t.deviceMs[d], t.wallMs + slackMs) << "device " << d;
+      busy += t.deviceMs[d];
+    }
+    EXPECT_LE(t.wallMs, stepHostMs + slackMs);
     wall += t.wallMs;
   }
-  double hostMs =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::printf("[ overlap ] 3 devices on GPU 0: per step %.3f ms device-busy (sum over devices), "
               "%.3f ms wall (events), ratio %.2f; host %.3f ms/step incl. timing syncs\n",
               busy / steps, wall / steps, wall > 0 ? busy / wall : 0.f, hostMs / steps);
-  EXPECT_GT(wall, 0.f);
 }
 
 } // namespace

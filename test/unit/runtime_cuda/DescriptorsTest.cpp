@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Strides.h"
-#include "runtime/cuda/Descriptors.h"
+#include "runtime/cuda/kernels/Descriptors.h"
 
 #include <gtest/gtest.h>
 

@@ -20,7 +20,7 @@ namespace {
 
 /// Rank `rank` of `size`; allGather answers with `others` and this rank's
 /// record in its place, and remembers what it was given.
-class ScriptedGroup : public dist::ProcessGroup {
+class ScriptedGroup : public job::ProcessGroup {
 public:
   ScriptedGroup(int rank, int size, std::vector<std::string> others)
       : rank_(rank), size_(size), others_(std::move(others)) {}

@@ -15,7 +15,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/TransferOrder.h"
 
-#include "compiler/CompileModel.h"
+#include "compiler/Compile.h"
 #include "test/unit/SeedModel.h"
 
 #include <gtest/gtest.h>

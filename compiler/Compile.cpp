@@ -1,0 +1,61 @@
+//===- compiler/Compile.cpp - model to training graph to plan -----------===//
+#include "compiler/Compile.h"
+
+#include "ir/JsonReader.h"
+
+#include <sstream>
+
+namespace mpc::compiler {
+
+std::vector<passes::PassStatistic> runPasses(ir::Graph &graph, const CompileOptions &options) {
+  std::ostringstream discarded;
+  std::ostream &log = options.log ? *options.log : discarded;
+  passes::PassContext ctx;
+  ctx.options = options.passes;
+  ctx.log = &log;
+  passes::Instrumentation instrumentation = options.instrumentation;
+  if (!instrumentation.dump) instrumentation.dump = &log;
+  passes::PassManager pm(ctx, std::move(instrumentation));
+  std::string pipeline = options.pipeline;
+  if (pipeline.empty() && options.fallback == DefaultPipeline::Training)
+    pipeline = passes::defaultPipeline(graph, ctx.options);
+  pm.addPipeline(pipeline, options.enableTestPasses);
+  pm.run(graph);
+  return std::move(ctx.statistics);
+}
+
+plan::Plan lower(const ir::Graph &graph, const CompileOptions &options) {
+  return codegen::lowerToPlan(graph, options.lower);
+}
+
+std::unique_ptr<ir::Graph> compileGraph(const std::string &json, const CompileOptions &options,
+                                        const std::string &file) {
+  std::unique_ptr<ir::Graph> graph = ir::readModelJson(json, file);
+  runPasses(*graph, options);
+  return graph;
+}
+
+plan::Plan compileModel(const std::string &json, const CompileOptions &options,
+                        const std::string &file) {
+  return lower(*compileGraph(json, options, file), options);
+}
+
+std::unique_ptr<ir::Graph> compileGraph(const std::string &json, passes::PassOptions options) {
+  CompileOptions o;
+  o.passes = std::move(options);
+  return compileGraph(json, o);
+}
+
+plan::Plan compileModel(const std::string &json, passes::PassOptions options, uint64_t seed) {
+  CompileOptions o;
+  o.passes = std::move(options);
+  o.lower.seed = seed;
+  return compileModel(json, o);
+}
+
+void printPassStatistics(const std::vector<passes::PassStatistic> &statistics, std::ostream &os) {
+  for (const passes::PassStatistic &s : statistics)
+    os << s.pass << ": " << s.name << " = " << s.value << "\n";
+}
+
+} // namespace mpc::compiler

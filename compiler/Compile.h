@@ -1,0 +1,72 @@
+//===- compiler/Compile.h - model to training graph to plan -------------===//
+//
+// The compiler as a library, and the only way mpc compiles: `mpc compile`,
+// `mpc opt`, the tests and the benchmarks all call these functions. A
+// compile is three steps, each its own function so that callers can stop
+// or look in between:
+//   1. read the model (ir/JsonReader.h), or take a graph already built;
+//   2. runPasses: the pass pipeline (--passes, or the default training
+//      pipeline of passes/Pipelines.cpp) under the pass manager, with the
+//      verifier and the --print/--time instrumentation;
+//   3. lower: the training graph to a plan (codegen/Lower.h).
+// Failures throw, as everywhere (UserError for the model or the options,
+// InternalError for a broken invariant).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "codegen/Lower.h"
+#include "ir/Graph.h"
+#include "passes/PassManager.h"
+#include "plan/Plan.h"
+
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace mpc::compiler {
+
+/// Which passes run when CompileOptions::pipeline is empty.
+enum class DefaultPipeline {
+  Training, ///< passes::defaultPipeline: what `mpc compile` runs
+  None,     ///< no pass: what `mpc opt` runs (the reader already inferred shapes)
+};
+
+/// Everything a compile takes besides the model.
+struct CompileOptions {
+  passes::PassOptions passes;              ///< placement, devices, optimizer, pipeline
+  passes::Instrumentation instrumentation; ///< --print-*, verifier, --time-passes, reproducer
+  std::string pipeline;                    ///< "a,b,c" (--passes); empty: `fallback`
+  DefaultPipeline fallback = DefaultPipeline::Training;
+  bool enableTestPasses = false;
+  /// Pass notes, warnings, IR dumps and timings; null: discarded (tests,
+  /// benchmarks). Also instrumentation.dump's stream when that is unset.
+  std::ostream *log = nullptr;
+  codegen::LowerOptions lower; ///< seed, in-place reuse
+};
+
+/// Runs the pipeline the options name on `graph`, in place; returns the
+/// statistics the passes counted (printed by `--stats`).
+std::vector<passes::PassStatistic> runPasses(ir::Graph &graph, const CompileOptions &options);
+
+/// Lowers a training graph that runPasses produced to a plan.
+plan::Plan lower(const ir::Graph &graph, const CompileOptions &options);
+
+/// Steps 1 and 2 on model JSON text (`file` names it in messages).
+std::unique_ptr<ir::Graph> compileGraph(const std::string &json, const CompileOptions &options,
+                                        const std::string &file = "model.json");
+/// Steps 1 to 3 on model JSON text.
+plan::Plan compileModel(const std::string &json, const CompileOptions &options,
+                        const std::string &file = "model.json");
+
+/// The shorthand of tests and benchmarks: the default training pipeline
+/// with `options`, quiet, initial values drawn with `seed`.
+std::unique_ptr<ir::Graph> compileGraph(const std::string &json, passes::PassOptions options = {});
+plan::Plan compileModel(const std::string &json, passes::PassOptions options = {},
+                        uint64_t seed = 0);
+
+/// "pass: name = value", one line per statistic, as `--stats` prints them.
+void printPassStatistics(const std::vector<passes::PassStatistic> &statistics, std::ostream &os);
+
+} // namespace mpc::compiler

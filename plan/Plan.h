@@ -1,0 +1,165 @@
+//===- plan/Plan.h - the in-memory execution plan ---------------===//
+//
+// The one contract between the compiler and the runtimes. Codegen builds a
+// Plan from a verified training graph and writes it as plan.bin
+// (PlanWriter); the runtimes read plan.bin (PlanReader, PlanVerifier) and
+// execute it. Nothing here knows the IR: ops are names, attributes are plain
+// values, and every buffer, offset, shape and peer is fixed.
+//
+// One step of training = every device runs its instruction list once, in
+// order, concurrently with the other devices; send/recv pairs with the same
+// channel id move a buffer from one device's memory to another's. The action
+// list is deliberately general (kernel calls, sends, receives): pipeline
+// schedules (micro-batches, 1F1B) are new orderings of the same actions.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace mpc::plan {
+
+enum class DType : uint8_t { F32 = 0, I32 = 1 };
+inline const char *dtypeName(DType t) { return t == DType::F32 ? "f32" : "i32"; }
+
+/// Attribute values of kernel instructions (mirrors the IR's attribute kinds).
+using AttrValue = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>>;
+using AttrMap = std::map<std::string, AttrValue>;
+
+enum class Region : uint8_t {
+  Arena = 0,      ///< temporaries; offsets reused once a value is dead
+  Persistent = 1, ///< params, optimizer state, inputs and outputs: never reused
+};
+
+struct Buffer {
+  uint32_t id = 0;   ///< index in DeviceProgram::buffers
+  std::string name;  ///< the IR value it holds ("h1", "w0.grad", "z0.to.cpu1")
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  Region region = Region::Arena;
+  uint64_t offset = 0; ///< byte offset in its region, 64-byte aligned
+  uint64_t bytes = 0;  ///< 4 * element count
+  int64_t numElements() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+};
+
+enum class InstrKind : uint8_t {
+  Kernel = 0, ///< output = op(inputs...); optimizer ops also update inputs in place
+  Send = 1,   ///< send buffer inputs[0] to device `peer` on `channel`
+  Recv = 2,   ///< receive into buffer `output` from device `peer` on `channel`
+};
+
+/// The pipeline schedule action an instruction belongs to (pipelined plans
+/// only; docs/pipelining.md). Informational: runtimes execute instructions in
+/// list order and ignore it; `mpc dump --schedule` draws the grid from it.
+struct Action {
+  enum Kind : uint8_t {
+    None = 0,     ///< not pipelined
+    Forward = 1,  ///< forward of (stage, microbatch)
+    Backward = 2, ///< backward of (stage, microbatch)
+    Update = 3,   ///< optimizer update, once per step
+  };
+  Kind kind = None;
+  int32_t stage = -1;      ///< virtual stage (Forward, Backward)
+  int32_t microbatch = -1; ///< (Forward, Backward)
+  // Spelled out: CUDA translation units include this header as C++17.
+  bool operator==(const Action &o) const {
+    return kind == o.kind && stage == o.stage && microbatch == o.microbatch;
+  }
+};
+
+struct Instr {
+  InstrKind kind = InstrKind::Kernel;
+  std::string op;               ///< Kernel: op name, e.g. "matmul"
+  AttrMap attrs;                ///< Kernel: every attribute the op declares
+  std::vector<uint32_t> inputs; ///< buffer ids on this device
+  uint32_t output = 0;          ///< Kernel, Recv: buffer id on this device
+  uint32_t channel = 0;         ///< Send/Recv: pairs the two ends, unique per plan
+  uint32_t peer = 0;            ///< Send/Recv: the other device's index in Plan::devices
+  std::string node;             ///< IR node this instruction came from (for dump/errors)
+  Action action;                ///< pipelined plans: the schedule action
+};
+
+struct DeviceProgram {
+  std::string device; ///< "cpu:0", "gpu:1"
+  std::vector<Buffer> buffers;
+  uint64_t arenaBytes = 0;
+  uint64_t persistentBytes = 0;
+  uint64_t noReuseBytes = 0; ///< arena bytes a plan without reuse would need (--stats)
+  std::vector<Instr> instrs;
+};
+
+/// A named tensor visible to the user: an input, output, param, state or the loss.
+struct TensorRef {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  uint32_t device = 0; ///< index in Plan::devices
+  uint32_t buffer = 0; ///< buffer id on that device (Persistent region)
+  int64_t numElements() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+};
+
+struct Optimizer {
+  std::string kind; ///< "sgd", "adam", "adamw", or "" for a forward-only plan
+  std::map<std::string, double> hyper; ///< lr, momentum, beta1, ... as used
+};
+
+/// How a pipelined plan was scheduled (docs/pipelining.md).
+struct PipelineInfo {
+  int64_t microbatches = 1; ///< 1: not pipelined
+  std::string schedule;     ///< "gpipe", "1f1b", "interleaved-1f1b"
+  /// Device index of each virtual stage, in pipeline order.
+  std::vector<uint32_t> stages;
+};
+
+/// The kinds of kernel attribute values (the IR's attribute types).
+enum class AttrKind : uint8_t { Bool, Int, Float, String, Ints };
+
+/// What the op table says of one op the plan's kernels name: its operand
+/// counts and every attribute it declares, with its kind. Codegen copies it
+/// from the op's record (ir/ops/), so the runtime can check instructions
+/// against the op table without including ir/.
+struct OpSignature {
+  std::string name;
+  uint32_t minInputs = 0, maxInputs = 0;
+  std::vector<std::pair<std::string, AttrKind>> attrs; ///< in declaration order
+};
+
+struct Plan {
+  std::string model;
+  uint64_t seed = 0; ///< the seed the initial values were drawn with
+  std::vector<DeviceProgram> devices;
+  std::vector<TensorRef> inputs;
+  std::vector<TensorRef> outputs;
+  std::vector<TensorRef> params;
+  std::vector<TensorRef> states;
+  bool hasLoss = false;
+  TensorRef loss; ///< valid when hasLoss
+  Optimizer optimizer;
+  PipelineInfo pipeline;
+  /// One entry per op the kernels name, sorted by name.
+  std::vector<OpSignature> ops;
+  /// Initial values of params then states, in that order, as float32 /
+  /// int32 bytes (4 per element).
+  std::vector<std::vector<uint8_t>> initialValues;
+};
+
+/// True when some device of `plan` is a GPU ("gpu:N").
+inline bool usesGpu(const Plan &plan) {
+  for (const DeviceProgram &d : plan.devices)
+    if (d.device.rfind("gpu:", 0) == 0) return true;
+  return false;
+}
+
+} // namespace mpc::plan

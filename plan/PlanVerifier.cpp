@@ -1,0 +1,437 @@
+//===- plan/PlanVerifier.cpp - consistency checks on a Plan ------===//
+//
+// Checks everything the runtimes rely on without re-checking: device names,
+// buffers inside their regions and sized by their shapes, instruction
+// operands naming existing buffers, arena buffers written before they are
+// read and never sharing bytes while both are live (save a kernel's result
+// that takes over exactly the bytes of an operand dying at that kernel, the
+// in-place reuse of codegen/InPlace.cpp), send/recv pairs matched
+// one to one by channel with consistent peers and equal types, tensor refs
+// pointing at persistent buffers of their type, initial values sized by their
+// tensors, persistent buffers that never share bytes, kernels with their
+// operand counts and every declared attribute with its type as the plan's op
+// table states them, the shape rules of OpSignatures.h, and a schedule that cannot deadlock (a simulation with sends that
+// never block and receives that wait). Problems are reported, all of them, as
+// "PATH: message" with a JSON-pointer-like path into the plan.
+//
+//===----------------------------------------------------------------------===//
+#include "plan/OpSignatures.h"
+#include "plan/PlanFormat.h"
+#include "plan/PlanIO.h"
+
+#include <algorithm>
+#include <iterator>
+#include <map>
+#include <optional>
+
+namespace mpc::plan {
+
+namespace {
+
+bool validDeviceName(const std::string &s) {
+  size_t colon = s.find(':');
+  if (colon == std::string::npos) return false;
+  std::string kind = s.substr(0, colon), idx = s.substr(colon + 1);
+  if (kind != "cpu" && kind != "gpu") return false;
+  if (idx.empty() || idx.size() > 4) return false;
+  if (idx.size() > 1 && idx[0] == '0') return false;
+  return std::all_of(idx.begin(), idx.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::optional<int64_t> checkedElements(const std::vector<int64_t> &shape) {
+  if (shape.size() > kMaxRank) return std::nullopt;
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || d > kMaxTensorElements) return std::nullopt;
+    if (d != 0 && n > kMaxTensorElements / d) return std::nullopt;
+    n *= d;
+  }
+  return n;
+}
+
+struct Verifier {
+  const Plan &plan;
+  std::vector<std::string> problems;
+
+  void report(const std::string &path, const std::string &msg) { problems.push_back(path + ": " + msg); }
+
+  bool validBuffer(const DeviceProgram &d, uint32_t id) const { return id < d.buffers.size(); }
+
+  void checkBuffers(size_t di) {
+    const DeviceProgram &d = plan.devices[di];
+    for (size_t i = 0; i < d.buffers.size(); ++i) {
+      const Buffer &b = d.buffers[i];
+      // Paths are spelt out only for a problem: this runs once per buffer.
+      auto bp = [&] { return "/devices/" + std::to_string(di) + "/buffers/" + std::to_string(i); };
+      if (b.id != i) report(bp(), "buffer id " + std::to_string(b.id) + " differs from its index");
+      auto n = checkedElements(b.shape);
+      if (!n) {
+        report(bp() + "/shape", "invalid shape");
+        continue;
+      }
+      if (b.bytes != uint64_t(*n) * 4)
+        report(bp() + "/bytes", std::to_string(b.bytes) + " bytes for " + typeText(b.dtype, b.shape) +
+                                  " (expected " + std::to_string(*n * 4) + ")");
+      if (b.offset % kPlanAlignment != 0)
+        report(bp() + "/offset", "offset " + std::to_string(b.offset) + " is not 64-byte aligned");
+      uint64_t limit = b.region == Region::Arena ? d.arenaBytes : d.persistentBytes;
+      if (b.offset > limit || b.bytes > limit - b.offset)
+        report(bp(), "bytes [" + std::to_string(b.offset) + ", +" + std::to_string(b.bytes) +
+                       ") lie outside the " + (b.region == Region::Arena ? "arena" : "persistent region") +
+                       " (" + std::to_string(limit) + " bytes)");
+    }
+  }
+
+  /// Persistent buffers keep their bytes across steps (params, state,
+  /// inputs, outputs, the loss): no two may share a byte, or an update of
+  /// one silently changes the other.
+  void checkPersistentOverlap(size_t di) {
+    const DeviceProgram &d = plan.devices[di];
+    std::vector<const Buffer *> bufs;
+    for (const Buffer &b : d.buffers)
+      if (b.region == Region::Persistent && b.bytes > 0 && checkedElements(b.shape)) bufs.push_back(&b);
+    std::sort(bufs.begin(), bufs.end(), [](const Buffer *a, const Buffer *b) {
+      return a->offset != b->offset ? a->offset < b->offset : a->id < b->id;
+    });
+    const Buffer *reach = nullptr; // the buffer ending furthest so far
+    for (const Buffer *b : bufs) {
+      if (reach && b->offset < reach->offset + reach->bytes) {
+        const Buffer &x = reach->id < b->id ? *reach : *b, &y = reach->id < b->id ? *b : *reach;
+        report("/devices/" + std::to_string(di) + "/buffers/" + std::to_string(y.id),
+               "persistent buffers " + std::to_string(x.id) + " ('" + x.name + "') and " +
+                   std::to_string(y.id) + " ('" + y.name + "') overlap");
+      }
+      if (!reach || b->offset + b->bytes > reach->offset + reach->bytes) reach = b;
+    }
+  }
+
+  /// The op table the plan carries: one entry per op, sorted by name.
+  void checkOpTable() {
+    for (size_t i = 0; i < plan.ops.size(); ++i) {
+      const OpSignature &s = plan.ops[i];
+      std::string p = "/ops/" + std::to_string(i);
+      if (i > 0 && !(plan.ops[i - 1].name < s.name))
+        report(p + "/name", "op '" + s.name + "' is out of order or listed twice");
+      if (s.minInputs > s.maxInputs)
+        report(p, "op '" + s.name + "' has more required operands than operands");
+    }
+  }
+
+  /// Each kernel against its op's entry in the op table: operand counts,
+  /// attributes and shape rules (plan/OpSignatures.h).
+  void checkKernels(size_t di) {
+    const DeviceProgram &d = plan.devices[di];
+    for (size_t i = 0; i < d.instrs.size(); ++i) {
+      const Instr &in = d.instrs[i];
+      if (in.kind != InstrKind::Kernel) continue;
+      auto ip = [&] { return "/devices/" + std::to_string(di) + "/instrs/" + std::to_string(i); };
+      const OpSignature *sig = findOpSignature(plan, in.op);
+      if (!sig) {
+        report(ip() + "/op", "op '" + in.op + "' has no entry in the plan's op table (/ops)");
+        continue;
+      }
+      for (const auto &[where, msg] : checkKernel(in, *sig, d)) report(ip() + where, msg);
+    }
+  }
+
+  /// Returns false when an operand is out of range (later checks need valid ids).
+  bool checkInstrs(size_t di) {
+    const DeviceProgram &d = plan.devices[di];
+    bool ok = true;
+    for (size_t i = 0; i < d.instrs.size(); ++i) {
+      const Instr &in = d.instrs[i];
+      // Paths are spelt out only for a problem: this runs once per instruction.
+      auto ip = [&] { return "/devices/" + std::to_string(di) + "/instrs/" + std::to_string(i); };
+      auto checkId = [&](uint32_t id, auto path) {
+        if (!validBuffer(d, id)) {
+          report(path(), "buffer " + std::to_string(id) + " does not exist (" + d.device + " has " +
+                             std::to_string(d.buffers.size()) + " buffers)");
+          ok = false;
+        }
+      };
+      for (size_t k = 0; k < in.inputs.size(); ++k)
+        checkId(in.inputs[k], [&] { return ip() + "/inputs/" + std::to_string(k); });
+      auto output = [&] { return ip() + "/output"; };
+      switch (in.kind) {
+      case InstrKind::Kernel:
+        if (in.op.empty()) report(ip() + "/op", "kernel without an op name");
+        checkId(in.output, output);
+        break;
+      case InstrKind::Send:
+      case InstrKind::Recv:
+        if (in.kind == InstrKind::Send && in.inputs.size() != 1) {
+          report(ip() + "/inputs", "a send takes exactly one buffer, got " + std::to_string(in.inputs.size()));
+          ok = false;
+        }
+        if (in.kind == InstrKind::Recv) checkId(in.output, output);
+        if (in.peer >= plan.devices.size() || in.peer == di) {
+          report(ip() + "/peer", "peer " + std::to_string(in.peer) + " is not another device of the plan");
+          ok = false;
+        }
+        break;
+      }
+    }
+    return ok;
+  }
+
+  /// Arena buffers: written before read; no two live at once share bytes.
+  void checkArena(size_t di) {
+    const DeviceProgram &d = plan.devices[di];
+    std::string dp = "/devices/" + std::to_string(di);
+    size_t nb = d.buffers.size();
+    std::vector<int64_t> first(nb, -1), last(nb, -1);
+    std::vector<bool> written(nb, false);
+    for (size_t i = 0; i < d.instrs.size(); ++i) {
+      const Instr &in = d.instrs[i];
+      auto touch = [&](uint32_t id) {
+        if (first[id] < 0) first[id] = int64_t(i);
+        last[id] = int64_t(i);
+      };
+      for (size_t k = 0; k < in.inputs.size(); ++k) {
+        uint32_t id = in.inputs[k];
+        if (d.buffers[id].region == Region::Arena && !written[id])
+          report(dp + "/instrs/" + std::to_string(i) + "/inputs/" + std::to_string(k),
+                 "reads arena buffer " + std::to_string(id) + " ('" + d.buffers[id].name +
+                     "') before any instruction writes it");
+        touch(id);
+      }
+      if (in.kind != InstrKind::Send) {
+        touch(in.output);
+        written[in.output] = true;
+      }
+    }
+    // Sweep over time: a buffer entering its live range is checked against
+    // its neighbours by offset among the buffers live at that moment (which
+    // are pairwise disjoint, so the neighbours are the only candidates).
+    std::vector<std::vector<uint32_t>> starts(d.instrs.size()), ends(d.instrs.size());
+    for (uint32_t id = 0; id < nb; ++id)
+      if (d.buffers[id].region == Region::Arena && first[id] >= 0 && d.buffers[id].bytes > 0) {
+        starts[size_t(first[id])].push_back(id);
+        ends[size_t(last[id])].push_back(id);
+      }
+    std::map<uint64_t, uint32_t> live; // offset -> buffer
+    std::vector<bool> tracked(nb, false);
+    // In place: instruction i's result has exactly the bytes of one of its
+    // operands whose live range ends at i. Which kernels may run in place is
+    // the compiler's call (ir::OpInfo::inPlaceOperands); here only the bytes.
+    auto takesOver = [&](uint32_t operand, uint32_t result, size_t i) {
+      const Instr &in = d.instrs[i];
+      const Buffer &x = d.buffers[operand], &r = d.buffers[result];
+      return in.kind == InstrKind::Kernel && in.output == result && last[operand] == int64_t(i) &&
+             std::find(in.inputs.begin(), in.inputs.end(), operand) != in.inputs.end() &&
+             x.offset == r.offset && x.bytes == r.bytes;
+    };
+    for (size_t i = 0; i < d.instrs.size(); ++i) {
+      for (uint32_t id : starts[i]) {
+        const Buffer &b = d.buffers[id];
+        auto same = live.find(b.offset);
+        if (same != live.end() && takesOver(same->second, id, i)) {
+          tracked[same->second] = false;
+          same->second = id;
+          tracked[id] = true;
+          continue;
+        }
+        const Buffer *clash = nullptr;
+        auto next = live.lower_bound(b.offset);
+        if (next != live.end() && next->first < b.offset + b.bytes) clash = &d.buffers[next->second];
+        if (!clash && next != live.begin()) {
+          const Buffer &prev = d.buffers[std::prev(next)->second];
+          if (prev.offset + prev.bytes > b.offset) clash = &prev;
+        }
+        if (clash) {
+          const Buffer &a = clash->id < b.id ? *clash : b, &c = clash->id < b.id ? b : *clash;
+          report(dp + "/buffers/" + std::to_string(c.id),
+                 "arena buffers " + std::to_string(a.id) + " ('" + a.name + "') and " +
+                     std::to_string(c.id) + " ('" + c.name + "') share bytes while both are live");
+          continue;
+        }
+        live.emplace(b.offset, id);
+        tracked[id] = true;
+      }
+      for (uint32_t id : ends[i])
+        if (tracked[id]) live.erase(d.buffers[id].offset);
+    }
+  }
+
+  struct End {
+    size_t device, instr;
+  };
+
+  /// Returns false when channels are inconsistent (no deadlock check then).
+  bool checkChannels() {
+    std::map<uint32_t, End> sends, recvs;
+    bool ok = true;
+    for (size_t di = 0; di < plan.devices.size(); ++di) {
+      const DeviceProgram &d = plan.devices[di];
+      for (size_t i = 0; i < d.instrs.size(); ++i) {
+        const Instr &in = d.instrs[i];
+        if (in.kind == InstrKind::Kernel) continue;
+        auto &ends = in.kind == InstrKind::Send ? sends : recvs;
+        std::string ip = "/devices/" + std::to_string(di) + "/instrs/" + std::to_string(i);
+        if (!ends.emplace(in.channel, End{di, i}).second) {
+          report(ip + "/channel", std::string("channel ") + std::to_string(in.channel) + " has two " +
+                                      (in.kind == InstrKind::Send ? "sends" : "receives"));
+          ok = false;
+        }
+      }
+    }
+    for (const auto &[ch, s] : sends) {
+      std::string sp = "/devices/" + std::to_string(s.device) + "/instrs/" + std::to_string(s.instr);
+      auto it = recvs.find(ch);
+      if (it == recvs.end()) {
+        report(sp, "send on channel " + std::to_string(ch) + " has no matching receive");
+        ok = false;
+        continue;
+      }
+      const End &r = it->second;
+      const Instr &si = plan.devices[s.device].instrs[s.instr];
+      const Instr &ri = plan.devices[r.device].instrs[r.instr];
+      std::string rp = "/devices/" + std::to_string(r.device) + "/instrs/" + std::to_string(r.instr);
+      if (si.peer != r.device || ri.peer != s.device) {
+        report(rp, "channel " + std::to_string(ch) + " joins " + plan.devices[s.device].device + " -> " +
+                       plan.devices[r.device].device + " but the peers say otherwise");
+        ok = false;
+        continue;
+      }
+      const Buffer &a = plan.devices[s.device].buffers[si.inputs[0]];
+      const Buffer &b = plan.devices[r.device].buffers[ri.output];
+      if (a.dtype != b.dtype || a.shape != b.shape)
+        report(rp, "channel " + std::to_string(ch) + " sends " + typeText(a.dtype, a.shape) +
+                       " but receives " + typeText(b.dtype, b.shape));
+    }
+    for (const auto &[ch, r] : recvs)
+      if (!sends.count(ch)) {
+        report("/devices/" + std::to_string(r.device) + "/instrs/" + std::to_string(r.instr),
+               "receive on channel " + std::to_string(ch) + " has no matching send");
+        ok = false;
+      }
+    return ok;
+  }
+
+  /// Runs every device's list with non-blocking sends and blocking receives.
+  void checkDeadlock() {
+    size_t n = plan.devices.size();
+    std::vector<size_t> pc(n, 0);
+    std::map<uint32_t, bool> sent;
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (size_t di = 0; di < n; ++di) {
+        const auto &instrs = plan.devices[di].instrs;
+        while (pc[di] < instrs.size()) {
+          const Instr &in = instrs[pc[di]];
+          if (in.kind == InstrKind::Recv && !sent[in.channel]) break;
+          if (in.kind == InstrKind::Send) sent[in.channel] = true;
+          ++pc[di];
+          progress = true;
+        }
+      }
+    }
+    for (size_t di = 0; di < n; ++di)
+      if (pc[di] < plan.devices[di].instrs.size())
+        report("/devices/" + std::to_string(di) + "/instrs/" + std::to_string(pc[di]),
+               "the schedule deadlocks: " + plan.devices[di].device + " waits forever on channel " +
+                   std::to_string(plan.devices[di].instrs[pc[di]].channel));
+  }
+
+  void checkRef(const TensorRef &r, const std::string &path) {
+    if (r.device >= plan.devices.size()) {
+      report(path + "/device", "device " + std::to_string(r.device) + " does not exist");
+      return;
+    }
+    const DeviceProgram &d = plan.devices[r.device];
+    if (r.buffer >= d.buffers.size()) {
+      report(path + "/buffer", "buffer " + std::to_string(r.buffer) + " does not exist on " + d.device);
+      return;
+    }
+    const Buffer &b = d.buffers[r.buffer];
+    if (b.region != Region::Persistent)
+      report(path + "/buffer", "'" + r.name + "' refers to arena buffer " + std::to_string(b.id) +
+                                   " (user-visible tensors live in the persistent region)");
+    if (b.dtype != r.dtype || b.shape != r.shape)
+      report(path, "'" + r.name + "' is " + typeText(r.dtype, r.shape) + " but its buffer is " +
+                       typeText(b.dtype, b.shape));
+  }
+
+  /// Schedule annotations only label instructions (runtimes ignore them),
+  /// but `mpc dump --schedule` indexes with them.
+  void checkPipeline() {
+    const PipelineInfo &pi = plan.pipeline;
+    bool pipelined = pi.microbatches > 1;
+    if (pi.microbatches < 1) report("/pipeline/microbatches", "must be at least 1");
+    for (size_t s = 0; s < pi.stages.size(); ++s)
+      if (pi.stages[s] >= plan.devices.size())
+        report("/pipeline/stages/" + std::to_string(s),
+               "device index " + std::to_string(pi.stages[s]) + " out of range");
+    for (size_t di = 0; di < plan.devices.size(); ++di)
+      for (size_t i = 0; i < plan.devices[di].instrs.size(); ++i) {
+        const Action &a = plan.devices[di].instrs[i].action;
+        if (a.kind == Action::None) continue;
+        std::string p = "/devices/" + std::to_string(di) + "/instrs/" + std::to_string(i) + "/action";
+        if (!pipelined) report(p, "a schedule action in a plan that is not pipelined");
+        else if (a.kind != Action::Update &&
+                 (a.microbatch < 0 || a.microbatch >= pi.microbatches || a.stage < 0 ||
+                  size_t(a.stage) >= pi.stages.size()))
+          report(p, "stage " + std::to_string(a.stage) + " or micro-batch " +
+                        std::to_string(a.microbatch) + " out of range");
+      }
+  }
+
+  void run() {
+    checkOpTable(); // first: the kernels are checked against it
+    if (plan.devices.empty()) report("/devices", "a plan needs at least one device");
+    bool idsOk = true;
+    for (size_t di = 0; di < plan.devices.size(); ++di) {
+      const DeviceProgram &d = plan.devices[di];
+      std::string dp = "/devices/" + std::to_string(di);
+      if (!validDeviceName(d.device)) report(dp + "/name", "invalid device name '" + d.device + "'");
+      for (size_t dj = 0; dj < di; ++dj)
+        if (plan.devices[dj].device == d.device) report(dp + "/name", "device '" + d.device + "' appears twice");
+      checkBuffers(di);
+      checkPersistentOverlap(di);
+      idsOk = checkInstrs(di) && idsOk;
+    }
+    if (idsOk) {
+      for (size_t di = 0; di < plan.devices.size(); ++di) {
+        checkArena(di);
+        checkKernels(di);
+      }
+      if (checkChannels()) checkDeadlock();
+    }
+    checkPipeline();
+    auto refs = [&](const std::vector<TensorRef> &rs, const char *key) {
+      for (size_t i = 0; i < rs.size(); ++i) checkRef(rs[i], std::string("/") + key + "/" + std::to_string(i));
+    };
+    refs(plan.inputs, "inputs");
+    refs(plan.outputs, "outputs");
+    refs(plan.params, "params");
+    refs(plan.states, "states");
+    if (plan.hasLoss) {
+      checkRef(plan.loss, "/loss");
+      if (checkedElements(plan.loss.shape).value_or(0) != 1) report("/loss", "the loss must have one element");
+    }
+    size_t want = plan.params.size() + plan.states.size();
+    if (plan.initialValues.size() != want) {
+      report("/initial_values", std::to_string(plan.initialValues.size()) + " initial values for " +
+                                    std::to_string(want) + " params and states");
+    } else {
+      for (size_t i = 0; i < want; ++i) {
+        const TensorRef &r = i < plan.params.size() ? plan.params[i] : plan.states[i - plan.params.size()];
+        auto n = checkedElements(r.shape);
+        if (!n || plan.initialValues[i].size() != uint64_t(*n) * 4)
+          report("/initial_values/" + std::to_string(i),
+                 std::to_string(plan.initialValues[i].size()) + " bytes for '" + r.name + "' " +
+                     typeText(r.dtype, r.shape));
+      }
+    }
+  }
+};
+
+} // namespace
+
+std::vector<std::string> verifyPlan(const Plan &plan) {
+  Verifier v{plan, {}};
+  v.run();
+  return std::move(v.problems);
+}
+
+} // namespace mpc::plan

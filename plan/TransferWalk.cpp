@@ -1,0 +1,66 @@
+//===- plan/TransferWalk.cpp - a plan's sends and receives, played -===//
+#include "plan/TransferWalk.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
+
+namespace mpc::plan {
+
+namespace {
+
+/// Bytes of the buffer a Send reads or a Recv writes (0 for a malformed one:
+/// the verifier reports those).
+uint64_t messageBytes(const DeviceProgram &dev, const Instr &in) {
+  uint32_t id = in.kind == InstrKind::Send ? (in.inputs.empty() ? ~0u : in.inputs[0]) : in.output;
+  return id < dev.buffers.size() ? dev.buffers[id].bytes : 0;
+}
+
+} // namespace
+
+TransferWalk walkTransfers(const Plan &plan) {
+  TransferWalk walk;
+  std::vector<size_t> pc(plan.devices.size(), 0);
+  std::unordered_map<uint32_t, int64_t> waiting; // messages per channel
+  uint64_t inFlight = 0;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t d = 0; d < plan.devices.size(); ++d) {
+      const DeviceProgram &dev = plan.devices[d];
+      while (pc[d] < dev.instrs.size()) {
+        const Instr &in = dev.instrs[pc[d]];
+        if (in.kind == InstrKind::Recv) {
+          int64_t &n = waiting[in.channel];
+          if (n == 0) break;
+          --n;
+          inFlight -= std::min(inFlight, messageBytes(dev, in));
+        } else if (in.kind == InstrKind::Send) {
+          ++walk.messages;
+          ++waiting[in.channel];
+          uint64_t bytes = messageBytes(dev, in);
+          inFlight += bytes;
+          walk.peakBytesInFlight = std::max(walk.peakBytesInFlight, inFlight);
+          walk.largestMessage = std::max(walk.largestMessage, bytes);
+        }
+        if (in.kind == InstrKind::Kernel) {
+          for (uint32_t id : in.inputs)
+            if (id < dev.buffers.size()) walk.kernelElements += uint64_t(dev.buffers[id].numElements());
+          if (in.output < dev.buffers.size())
+            walk.kernelElements += uint64_t(dev.buffers[in.output].numElements());
+        }
+        ++pc[d];
+        progress = true;
+      }
+    }
+  }
+  for (size_t d = 0; d < plan.devices.size(); ++d)
+    if (pc[d] < plan.devices[d].instrs.size()) {
+      walk.stuck = true;
+      walk.device = d;
+      walk.instr = pc[d];
+      break;
+    }
+  return walk;
+}
+
+} // namespace mpc::plan

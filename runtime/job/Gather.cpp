@@ -1,0 +1,48 @@
+//===- runtime/job/Gather.cpp - bringing tensors to rank 0 -------------===//
+#include "runtime/job/Gather.h"
+
+#include "support/Error.h"
+
+namespace mpc::runtime::job {
+
+void moveToRoot(ProcessGroup &group, int owner, std::vector<uint8_t> &bytes) {
+  if (owner == 0) return;
+  if (group.rank() == owner) {
+    uint64_t n = bytes.size();
+    group.sendBytes(0, &n, sizeof n);
+    group.sendBytes(0, bytes.data(), bytes.size());
+  } else if (group.rank() == 0) {
+    uint64_t n = 0;
+    group.recvBytes(owner, &n, sizeof n);
+    bytes.resize(size_t(n));
+    group.recvBytes(owner, bytes.data(), bytes.size());
+  }
+}
+
+std::vector<io::NamedTensor> gatherTensors(ProcessGroup &group, Executor &ex,
+                                           const std::vector<int> &rankOf,
+                                           const std::vector<plan::TensorRef> &refs) {
+  std::vector<io::NamedTensor> out;
+  for (const plan::TensorRef &r : refs) {
+    MPC_ASSERT(r.device < rankOf.size(), "tensor '" + r.name + "' on an unknown device");
+    int owner = rankOf[r.device];
+    std::vector<uint8_t> bytes;
+    if (group.rank() == owner) {
+      bytes.resize(size_t(r.numElements()) * 4);
+      ex.read(r, bytes.data(), bytes.size());
+    }
+    moveToRoot(group, owner, bytes);
+    if (group.rank() != 0) continue;
+    MPC_ASSERT(bytes.size() == size_t(r.numElements()) * 4,
+               "tensor '" + r.name + "' arrived with the wrong size");
+    io::NamedTensor t;
+    t.name = r.name;
+    t.dtype = r.dtype;
+    t.shape = r.shape;
+    t.data = std::move(bytes);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+} // namespace mpc::runtime::job
