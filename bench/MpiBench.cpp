@@ -15,10 +15,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Compile.h"
+#include "plan/PlanIO.h"
 #include "runtime/Channel.h"
 #include "runtime/mpi/MpiJob.h"
 #include "runtime/mpi/MpiTransport.h"
-#include "plan/PlanIO.h"
 #include "runtime/train/Trainer.h"
 #include "support/FileIO.h"
 

@@ -20,11 +20,11 @@
 //      build/bench/mpc-pipeline-bench
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/Lower.h"
 #include "bench/BenchUtil.h"
-#include "runtime/cpu/BlasCore.h"
-#include "runtime/Executor.h"
+#include "codegen/Lower.h"
 #include "compiler/Compile.h"
+#include "runtime/Executor.h"
+#include "runtime/cpu/BlasCore.h"
 
 #include <benchmark/benchmark.h>
 

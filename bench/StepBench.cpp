@@ -23,10 +23,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "bench/BenchUtil.h"
-#include "runtime/cpu/BlasCore.h"
-#include "runtime/Executor.h"
-#include "support/FileIO.h"
 #include "compiler/Compile.h"
+#include "runtime/Executor.h"
+#include "runtime/cpu/BlasCore.h"
+#include "support/FileIO.h"
 
 #include <benchmark/benchmark.h>
 #include <cblas.h>

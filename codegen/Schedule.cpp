@@ -60,13 +60,6 @@ struct Item {
   size_t instr;
 };
 
-plan::AttrMap convertAttrs(const ir::AttrMap &attrs) {
-  plan::AttrMap out;
-  for (const auto &[name, value] : attrs)
-    out[name] = std::visit([](const auto &v) { return plan::AttrValue(v); }, value);
-  return out;
-}
-
 plan::Action actionOf(const LoweringState &st, const ir::Node *n) {
   return st.actions[size_t(n->id)];
 }
@@ -169,7 +162,7 @@ void scheduleInstructions(LoweringState &st) {
       plan::Instr in;
       in.kind = plan::InstrKind::Kernel;
       in.op = n->info().name;
-      in.attrs = convertAttrs(n->attrs);
+      in.attrs = n->attrs; // one attribute type (ops/Attribute.h)
       // A dropout's mask stream is its node's name unless it names another.
       if (n->isOp(ir::OpKind::Dropout)) in.attrs["key"] = ir::dropoutKeyName(*n);
       for (const ir::Node *operand : n->inputs) {

@@ -31,8 +31,6 @@ namespace mpc::codegen {
 
 namespace {
 
-plan::DType toPlan(ir::DType t) { return t == ir::DType::F32 ? plan::DType::F32 : plan::DType::I32; }
-
 bool isOptimizerUpdate(const ir::Node *n) { return n->isOp() && n->info().has(ir::kOptimizer); }
 
 } // namespace
@@ -125,7 +123,7 @@ void createBuffers(LoweringState &st) {
     plan::Buffer b;
     b.id = uint32_t(program.buffers.size());
     b.name = n->name;
-    b.dtype = toPlan(n->type.dtype);
+    b.dtype = n->type.dtype;
     b.shape = n->type.shape;
     b.bytes = uint64_t(n->type.byteSize());
     bool persistent = n->isLeaf() || persistentNames.count(n->name);
@@ -140,7 +138,7 @@ void describeInterface(LoweringState &st) {
   auto ref = [&](const ir::Node *n) {
     plan::TensorRef r;
     r.name = n->name;
-    r.dtype = toPlan(n->type.dtype);
+    r.dtype = n->type.dtype;
     r.shape = n->type.shape;
     const ValueSlot &s = st.slotOf(n);
     r.device = s.device;
@@ -178,17 +176,7 @@ void fillOpTable(plan::Plan &plan) {
     s.name = name;
     s.minInputs = uint32_t(info->minArity);
     s.maxInputs = uint32_t(info->maxArity());
-    for (const ir::AttrSpec &a : info->attrs) {
-      plan::AttrKind k = plan::AttrKind::Bool;
-      switch (a.type) {
-      case ir::AttrType::Bool: k = plan::AttrKind::Bool; break;
-      case ir::AttrType::Int: k = plan::AttrKind::Int; break;
-      case ir::AttrType::Float: k = plan::AttrKind::Float; break;
-      case ir::AttrType::String: k = plan::AttrKind::String; break;
-      case ir::AttrType::Ints: k = plan::AttrKind::Ints; break;
-      }
-      s.attrs.emplace_back(a.name, k);
-    }
+    for (const ir::AttrSpec &a : info->attrs) s.attrs.emplace_back(a.name, a.type);
     plan.ops.push_back(std::move(s));
   }
 }

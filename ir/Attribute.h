@@ -1,47 +1,25 @@
-//===- ir/Attribute.h - typed op attributes and their schema ------------===//
+//===- ir/Attribute.h - op attributes, as the IR names them -------------===//
 //
-// Attributes are a small closed set of value types. Each op declares a schema
-// (name, type, default, doc) in its OpInfo record; the JSON reader checks
-// user attributes against it and fills in defaults, so every node in a graph
-// carries every attribute its op declares and later code never guesses.
+// The attribute types and values of ops/Attribute.h, under the IR's names.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include <cstdint>
-#include <map>
-#include <optional>
-#include <string>
-#include <variant>
-#include <vector>
+#include "ops/Attribute.h"
 
 namespace mpc::ir {
 
-enum class AttrType : uint8_t { Bool, Int, Float, String, Ints };
-
-const char *attrTypeName(AttrType t);
-
-using AttrValue = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>>;
-/// Sorted by name, which keeps printing deterministic.
-using AttrMap = std::map<std::string, AttrValue>;
-
-AttrType attrTypeOf(const AttrValue &v);
-/// Text form used by the printer: true, 3, 0.001, "s", [0,1].
-std::string attrValueStr(const AttrValue &v);
-
-struct AttrSpec {
-  std::string name;
-  AttrType type;
-  std::optional<AttrValue> defaultValue; ///< nullopt: required
-  std::string doc;
-};
-
-// Typed getters; throw RuleError when the attribute is missing or of
-// another type (that is a bug in a caller once the reader has filled defaults).
-bool getBool(const AttrMap &attrs, const std::string &name);
-int64_t getInt(const AttrMap &attrs, const std::string &name);
-double getFloat(const AttrMap &attrs, const std::string &name);
-const std::string &getString(const AttrMap &attrs, const std::string &name);
-const std::vector<int64_t> &getInts(const AttrMap &attrs, const std::string &name);
+using ops::AttrMap;
+using ops::AttrSpec;
+using ops::AttrType;
+using ops::attrTypeName;
+using ops::attrTypeOf;
+using ops::AttrValue;
+using ops::attrValueStr;
+using ops::getBool;
+using ops::getFloat;
+using ops::getInt;
+using ops::getInts;
+using ops::getString;
 
 } // namespace mpc::ir

@@ -18,7 +18,6 @@
 #include "ir/GradientMap.h"
 #include "ir/NameTable.h"
 #include "ir/OpInfo.h"
-#include "ir/OpKind.h"
 #include "ir/Type.h"
 
 #include <map>

@@ -12,15 +12,18 @@
 
 #include "ir/Attribute.h"
 #include "ir/Batch.h"
-#include "ir/OpKind.h"
 #include "ir/RefTensor.h"
 #include "ir/Type.h"
+#include "ops/OpKind.h"
 
 #include <span>
 #include <string>
 #include <vector>
 
 namespace mpc::ir {
+
+using ops::kNumOps;
+using ops::OpKind;
 
 class Builder;
 struct Node;

@@ -17,7 +17,7 @@ namespace mpc::ir {
 namespace {
 constexpr std::array<std::string_view, kNumOps> kOpNames = {
 #define MPC_OP(Kind, Name, Family) Name,
-#include "ir/OpList.def"
+#include "ops/OpList.def"
 };
 
 std::vector<OpInfo> buildTable() {

@@ -3,20 +3,6 @@
 
 namespace mpc::ir {
 
-const char *dtypeName(DType t) {
-  switch (t) {
-  case DType::F32: return "f32";
-  case DType::I32: return "i32";
-  }
-  return "?";
-}
-
-std::optional<DType> parseDType(const std::string &s) {
-  if (s == "f32") return DType::F32;
-  if (s == "i32") return DType::I32;
-  return std::nullopt;
-}
-
 std::optional<int64_t> checkedNumElements(const Shape &shape) {
   int64_t n = 1;
   for (int64_t d : shape) {

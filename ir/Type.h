@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ops/DType.h"
 #include "support/StringUtil.h"
 
 #include <cstdint>
@@ -16,12 +17,10 @@
 
 namespace mpc::ir {
 
-enum class DType : uint8_t { F32, I32 };
-
-/// "f32" / "i32".
-const char *dtypeName(DType t);
-/// Parses "f32" / "i32"; nullopt otherwise.
-std::optional<DType> parseDType(const std::string &s);
+/// The element types (ops/DType.h).
+using ops::DType;
+using ops::dtypeName;
+using ops::parseDType;
 
 using Shape = std::vector<int64_t>;
 

@@ -15,20 +15,22 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ops/Attribute.h"
+#include "ops/DType.h"
+
 #include <cstdint>
 #include <map>
 #include <string>
-#include <variant>
 #include <vector>
 
 namespace mpc::plan {
 
-enum class DType : uint8_t { F32 = 0, I32 = 1 };
-inline const char *dtypeName(DType t) { return t == DType::F32 ? "f32" : "i32"; }
-
-/// Attribute values of kernel instructions (mirrors the IR's attribute kinds).
-using AttrValue = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>>;
-using AttrMap = std::map<std::string, AttrValue>;
+/// Element types and attribute values are the op contract's
+/// (ops/DType.h, ops/Attribute.h): the IR's, one enumeration each.
+using ops::DType;
+using ops::dtypeName;
+using AttrValue = ops::AttrValue;
+using AttrMap = ops::AttrMap;
 
 enum class Region : uint8_t {
   Arena = 0,      ///< temporaries; offsets reused once a value is dead
@@ -123,8 +125,8 @@ struct PipelineInfo {
   std::vector<uint32_t> stages;
 };
 
-/// The kinds of kernel attribute values (the IR's attribute types).
-enum class AttrKind : uint8_t { Bool, Int, Float, String, Ints };
+/// The kinds of kernel attribute values: the op contract's attribute types.
+using AttrKind = ops::AttrType;
 
 /// What the op table says of one op the plan's kernels name: its operand
 /// counts and every attribute it declares, with its kind. Codegen copies it

@@ -7,8 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/Channel.h"
 
-#include "runtime/WakeWord.h"
 #include "plan/TransferWalk.h"
+#include "runtime/WakeWord.h"
 #include "support/Error.h"
 
 #include <algorithm>

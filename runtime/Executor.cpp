@@ -10,8 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/Executor.h"
 
-#include "runtime/Channel.h"
 #include "plan/TransferWalk.h"
+#include "runtime/Channel.h"
 #include "support/Error.h"
 
 #include <algorithm>

@@ -43,9 +43,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "plan/Plan.h"
 #include "runtime/Backend.h"
 #include "runtime/WakeWord.h"
-#include "plan/Plan.h"
 
 #include <atomic>
 #include <cstdint>

@@ -1,6 +1,6 @@
 //===- runtime/KernelRegistry.h - op name -> kernel, per backend --------===//
 //
-// Backends hold kernels keyed by the op's name (the names of ir/OpList.def;
+// Backends hold kernels keyed by the op's name (the names of ops/OpList.def;
 // the runtime never includes ir/). Each backend fills one registry with
 // explicit add() calls, one function per kernel family file (no static
 // constructors), and resolves every kernel instruction of a plan through it

@@ -14,12 +14,12 @@
 // Defaults: 4 x 4096, batch 2048, 20 steps.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/Compile.h"
 #include "runtime/Executor.h"
 #include "runtime/cuda/CudaBackend.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "support/Error.h"
-#include "compiler/Compile.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>

@@ -15,7 +15,7 @@ const CpuKernelRegistry &cpuKernels() {
   static const CpuKernelRegistry registry = [] {
     CpuKernelRegistry r("cpu");
 #define MPC_OP(Kind, Name, Family) r.add(Name, kernels::Family::Kind);
-#include "ir/OpList.def"
+#include "ops/OpList.def"
     return r;
   }();
   return registry;

@@ -9,16 +9,16 @@
 // Kernels are plain loops in a fixed order (matmul is cblas_sgemm with one
 // BLAS thread), so results do not depend on timing. Each op's kernel lives in
 // the file of its family (kernels/<Family>.cpp, the family of
-// ir/OpList.def); the registry takes names and families from that list.
+// ops/OpList.def); the registry takes names and families from that list.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/KernelRegistry.h"
-#include "runtime/Strides.h"
 #include "plan/Attrs.h"
 #include "plan/Plan.h"
 #include "plan/PlanIO.h"
+#include "runtime/KernelRegistry.h"
+#include "runtime/Strides.h"
 
 #include <cstdint>
 #include <string>
@@ -86,7 +86,7 @@ struct KernelInstance {
 
 using CpuKernelRegistry = KernelRegistry<CpuKernel>;
 
-/// Every CPU kernel: one per op of ir/OpList.def, under the op's name.
+/// Every CPU kernel: one per op of ops/OpList.def, under the op's name.
 const CpuKernelRegistry &cpuKernels();
 
 /// The kernels themselves: op `Kind` of family `Family` is
@@ -97,7 +97,7 @@ namespace kernels {
   namespace Family {                                                                         \
   extern const CpuKernel Kind;                                                               \
   }
-#include "ir/OpList.def"
+#include "ops/OpList.def"
 } // namespace kernels
 
 // The typed attribute reads (plan/Attrs.h) and strides

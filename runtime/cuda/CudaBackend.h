@@ -33,8 +33,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/Backend.h"
 #include "plan/Plan.h"
+#include "runtime/Backend.h"
 
 #include <cstdint>
 #include <map>

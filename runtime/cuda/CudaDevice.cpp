@@ -11,10 +11,10 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaDevice.h"
 
+#include "plan/PlanIO.h"
 #include "runtime/Strides.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaTransport.h"
-#include "plan/PlanIO.h"
 #include "support/Error.h"
 
 #include <cstring>

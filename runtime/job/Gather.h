@@ -9,9 +9,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "io/Safetensors.h"
 #include "runtime/Executor.h"
 #include "runtime/job/ProcessGroup.h"
-#include "io/Safetensors.h"
 
 #include <cstdint>
 #include <vector>

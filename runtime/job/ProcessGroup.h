@@ -13,8 +13,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/Backend.h"
 #include "plan/Plan.h"
+#include "runtime/Backend.h"
 #include "support/Error.h"
 
 #include <cstddef>

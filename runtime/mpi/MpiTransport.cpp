@@ -1,8 +1,8 @@
 //===- runtime/mpi/MpiTransport.cpp - sends and receives between ranks --===//
 #include "runtime/mpi/MpiTransport.h"
 
-#include "runtime/mpi/MpiCheck.h"
 #include "plan/TransferWalk.h"
+#include "runtime/mpi/MpiCheck.h"
 #include "support/Error.h"
 
 #include <algorithm>

@@ -25,9 +25,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "plan/Plan.h"
 #include "runtime/Backend.h"
 #include "runtime/Channel.h"
-#include "plan/Plan.h"
 
 #include <mpi.h>
 

@@ -10,10 +10,10 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/Executor.h"
 #include "io/Npy.h"
 #include "io/Safetensors.h"
 #include "plan/Plan.h"
+#include "runtime/Executor.h"
 
 #include <cstdint>
 #include <functional>

@@ -1,11 +1,11 @@
 //===- runtime/train/Trainer.cpp - the training loop --------------------===//
 #include "runtime/train/Trainer.h"
 
+#include "plan/PlanIO.h"
 #include "runtime/job/Agreement.h"
 #include "runtime/job/Gather.h"
 #include "runtime/job/RankMap.h"
 #include "runtime/train/Resume.h"
-#include "plan/PlanIO.h"
 #include "support/Error.h"
 #include "support/StringUtil.h"
 

@@ -19,10 +19,10 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/Executor.h"
-#include "runtime/job/ProcessGroup.h"
 #include "io/Checkpoint.h"
 #include "io/Npy.h"
+#include "runtime/Executor.h"
+#include "runtime/job/ProcessGroup.h"
 #include "runtime/train/Datasets.h"
 
 #include <cstdint>

@@ -39,6 +39,9 @@ PLANTS = [
     ("runtime/train/Trainer.cpp", "runtime/mpi/MpiJob.h", "the trainer including MPI"),
     ("runtime/job/Gather.cpp", "runtime/cuda/CudaBackend.h", "the job layer including CUDA"),
     ("support/FileIO.cpp", "ir/Type.h", "support/ including ir/"),
+    ("support/FileIO.cpp", "ops/DType.h", "support/ including the op contract"),
+    ("ops/Attribute.cpp", "ir/Graph.h", "the op contract including the IR"),
+    ("ops/Attribute.cpp", "plan/Plan.h", "the op contract including the plan format"),
 ]
 SOURCE = (".h", ".cpp", ".cu", ".cuh", ".def", ".py")
 SKIP_TOP = {".git", "shared"}

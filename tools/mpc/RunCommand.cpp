@@ -12,10 +12,10 @@
 // backend and hands over. See docs/runtime.md and docs/distributed.md.
 //
 //===----------------------------------------------------------------------===//
+#include "plan/Plan.h"
 #include "runtime/Executor.h"
 #include "runtime/job/FailFast.h"
 #include "runtime/mpi/MpiJob.h"
-#include "plan/Plan.h"
 #include "runtime/train/Trainer.h"
 #include "support/Error.h"
 #include "tools/mpc/Commands.h"

@@ -1,6 +1,6 @@
 //===- runtime/cuda/kernels/CudaKernels.cpp - the CUDA kernel table -------------===//
 //
-// One record per op of ir/OpList.def, under the op's name: the list is the op
+// One record per op of ops/OpList.def, under the op's name: the list is the op
 // list, and op `Kind` of family `Family` is kernels::Family::Kind, defined in
 // runtime/cuda/kernels/<Family>.cpp next to the family's device code
 // (<Family>.cu). Built once, on first use.
@@ -14,7 +14,7 @@ const KernelRegistry<CudaKernel> &cudaKernels() {
   static const KernelRegistry<CudaKernel> registry = [] {
     KernelRegistry<CudaKernel> r("cuda");
 #define MPC_OP(Kind, Name, Family) r.add(Name, kernels::Family::Kind);
-#include "ir/OpList.def"
+#include "ops/OpList.def"
     return r;
   }();
   return registry;

@@ -9,9 +9,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "plan/Plan.h"
 #include "runtime/KernelRegistry.h"
 #include "runtime/cuda/kernels/Kernels.h"
-#include "plan/Plan.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -61,13 +61,13 @@ const KernelRegistry<CudaKernel> &cudaKernels();
 
 /// The kernels themselves: op `Kind` of family `Family` is
 /// kernels::Family::Kind, defined in kernels/<Family>.cpp. The list is the op
-/// list (ir/OpList.def), so an op without a CUDA kernel does not link.
+/// list (ops/OpList.def), so an op without a CUDA kernel does not link.
 namespace kernels {
 #define MPC_OP(Kind, Name, Family)                                                          \
   namespace Family {                                                                         \
   extern const CudaKernel Kind;                                                              \
   }
-#include "ir/OpList.def"
+#include "ops/OpList.def"
 } // namespace kernels
 
 } // namespace mpc::runtime::cuda

@@ -9,9 +9,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "plan/Attrs.h"
 #include "runtime/cuda/kernels/CudaKernels.h"
 #include "runtime/cuda/kernels/Kernels.h"
-#include "plan/Attrs.h"
 #include "support/Error.h"
 
 #include <cstdint>

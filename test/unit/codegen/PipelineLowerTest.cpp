@@ -7,10 +7,10 @@
 // memory, and orders every in-place update after the readers of the old value.
 //
 //===----------------------------------------------------------------------===//
-#include "plan/PlanIO.h"
-#include "test/unit/codegen/TestPlanChecks.h"
-#include "test/unit/SeedModel.h"
 #include "compiler/Compile.h"
+#include "plan/PlanIO.h"
+#include "test/unit/SeedModel.h"
+#include "test/unit/codegen/TestPlanChecks.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-//===- test/unit/runtime/IoTest.cpp - NPY and safetensors files ---------===//
+//===- test/unit/io/IoTest.cpp - NPY and safetensors files --------------===//
 //
 // Round trips and every rejection the readers promise: bad magic, versions,
 // dtypes, Fortran order, malformed headers, size mismatches, truncation;

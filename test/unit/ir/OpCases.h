@@ -10,7 +10,7 @@
 #pragma once
 
 #include "ir/Attribute.h"
-#include "ir/OpKind.h"
+#include "ir/OpInfo.h"
 #include "ir/RefTensor.h"
 #include "ir/Type.h"
 

@@ -17,11 +17,11 @@ namespace {
 
 const char *const kOpNames[] = {
 #define MPC_OP(Kind, Name, Family) Name,
-#include "ir/OpList.def"
+#include "ops/OpList.def"
 };
 const char *const kOpFamilies[] = {
 #define MPC_OP(Kind, Name, Family) #Family,
-#include "ir/OpList.def"
+#include "ops/OpList.def"
 };
 
 TEST(OpRegistry, EveryKindHasItsRecord) {

@@ -1,4 +1,4 @@
-//===- test/unit/codegen/PlanFileTest.cpp - plan.bin round trip and abuse -===//
+//===- test/unit/plan/PlanFileTest.cpp - plan.bin round trip and abuse ---===//
 //
 // serializePlan/deserializePlan round trip; every damaged file is rejected
 // with a UserError (never a crash, never another exception): truncation at
@@ -9,13 +9,13 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Lower.h"
+#include "compiler/Compile.h"
 #include "ir/OpInfo.h"
 #include "plan/OpSignatures.h"
 #include "plan/PlanFormat.h"
 #include "plan/PlanIO.h"
 #include "support/Error.h"
 #include "support/FileIO.h"
-#include "compiler/Compile.h"
 #include "test/unit/codegen/TestGraphs.h"
 
 #include <gtest/gtest.h>

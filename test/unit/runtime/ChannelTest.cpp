@@ -6,9 +6,9 @@
 // walk that sizes it.
 //
 //===----------------------------------------------------------------------===//
+#include "plan/TransferWalk.h"
 #include "runtime/Channel.h"
 #include "runtime/WakeWord.h"
-#include "plan/TransferWalk.h"
 
 #include <gtest/gtest.h>
 

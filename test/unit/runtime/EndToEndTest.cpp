@@ -17,12 +17,12 @@
 //     trained parameters as the product of the three affine layers.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/Compile.h"
 #include "ir/Interpreter.h"
-#include "runtime/Executor.h"
 #include "plan/PlanIO.h"
+#include "runtime/Executor.h"
 #include "support/FileIO.h"
 #include "test/unit/ir/OpCases.h"
-#include "compiler/Compile.h"
 #include "test/unit/runtime/Batches.h"
 
 #include <gtest/gtest.h>

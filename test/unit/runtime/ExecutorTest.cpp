@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Lower.h"
-#include "runtime/Executor.h"
 #include "plan/PlanIO.h"
+#include "runtime/Executor.h"
 #include "support/Error.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-//===- test/unit/runtime/DistTest.cpp - a plan spread over processes ----===//
+//===- test/unit/runtime/JobTest.cpp - a plan spread over processes -----===//
 //
 // The parts of a job of several ranks that need no MPI: the rank map, the
 // start-up records, executors that host a subset of the devices, and the
@@ -9,15 +9,15 @@
 // mpirun.)
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/Compile.h"
+#include "plan/PlanIO.h"
 #include "runtime/Channel.h"
 #include "runtime/Executor.h"
 #include "runtime/job/Agreement.h"
 #include "runtime/job/RankMap.h"
-#include "plan/PlanIO.h"
 #include "runtime/train/Trainer.h"
 #include "support/Error.h"
 #include "support/FileIO.h"
-#include "compiler/Compile.h"
 #include "test/unit/SeedModel.h"
 
 #include <gtest/gtest.h>

@@ -4,7 +4,7 @@
 // the CPU backend as a one-instruction plan and is compared with the op
 // record's float64 reference kernel on the same (float32-exact) inputs: the
 // result and, for optimizer ops, every operand updated in place. A coverage
-// test fails when an op of ir/OpList.def has no CPU kernel.
+// test fails when an op of ops/OpList.def has no CPU kernel.
 //
 // Alias safety: every case of an op that may run in place
 // (ir::OpInfo::inPlaceOperands) runs again with the result written into the
@@ -30,15 +30,13 @@ namespace {
 
 using namespace mpc::ir::opcases;
 
-plan::DType toPlan(ir::DType t) { return t == ir::DType::F32 ? plan::DType::F32 : plan::DType::I32; }
-
 /// The shared one-kernel plan (SingleKernelPlan.h) for the op table's types.
 plan::Plan singleKernelPlan(const std::string &op, const plan::AttrMap &attrs,
                             const std::vector<ir::TensorType> &operands,
                             const ir::TensorType &result) {
   std::vector<test::OperandType> types;
-  for (const ir::TensorType &t : operands) types.push_back({toPlan(t.dtype), t.shape});
-  return test::singleKernelPlan(op, attrs, types, {toPlan(result.dtype), result.shape});
+  for (const ir::TensorType &t : operands) types.push_back({t.dtype, t.shape});
+  return test::singleKernelPlan(op, attrs, types, {result.dtype, result.shape});
 }
 
 std::vector<uint8_t> toBytes(const ir::RefTensor &t, ir::DType dt) {

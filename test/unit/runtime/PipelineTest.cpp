@@ -17,11 +17,11 @@
 // readers), and 1F1B keeps at most p - s micro-batches in flight on stage s.
 //
 //===----------------------------------------------------------------------===//
-#include "ir/Interpreter.h"
-#include "runtime/Executor.h"
-#include "plan/PlanIO.h"
-#include "support/Error.h"
 #include "compiler/Compile.h"
+#include "ir/Interpreter.h"
+#include "plan/PlanIO.h"
+#include "runtime/Executor.h"
+#include "support/Error.h"
 #include "test/unit/ir/OpCases.h"
 #include "test/unit/runtime/Batches.h"
 

@@ -8,8 +8,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/cuda/CudaBackend.h"
 #include "plan/Plan.h"
+#include "runtime/cuda/CudaBackend.h"
 #include "test/unit/runtime/SingleKernelPlan.h"
 
 #include <gtest/gtest.h>

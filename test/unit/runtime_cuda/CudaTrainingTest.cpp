@@ -13,9 +13,9 @@
 //===----------------------------------------------------------------------===//
 #include "test/unit/runtime_cuda/CudaTestUtil.h"
 
+#include "compiler/Compile.h"
 #include "runtime/Executor.h"
 #include "test/unit/SeedModel.h"
-#include "compiler/Compile.h"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
-//===- ir/Attribute.cpp - typed op attributes ---------------------------===//
-#include "ir/Attribute.h"
+//===- ops/Attribute.cpp - typed op attributes --------------------------===//
+#include "ops/Attribute.h"
 
 #include "support/Error.h"
 
 #include <cstdio>
 
-namespace mpc::ir {
+namespace mpc::ops {
 
 const char *attrTypeName(AttrType t) {
   switch (t) {
@@ -60,4 +60,4 @@ const std::vector<int64_t> &getInts(const AttrMap &a, const std::string &n) {
   return getAs<std::vector<int64_t>>(a, n);
 }
 
-} // namespace mpc::ir
+} // namespace mpc::ops
