@@ -92,7 +92,8 @@ std::vector<std::pair<std::string, std::string>> checkKernel(const Instr &in,
   if (in.op == "fill" || in.op == "broadcast_to") {
     if (ints("shape") != result.shape)
       out.emplace_back("/attrs/shape", "'" + in.op + "' shape " + shapeText(ints("shape")) +
-                                           " differs from its result buffer's " + shapeText(result.shape));
+                                           " differs from its result buffer's " +
+                                           shapeText(result.shape));
   } else if (in.op == "reshape") {
     const Buffer &x = device.buffers[in.inputs[0]];
     std::vector<int64_t> shape = ints("shape");
@@ -100,9 +101,11 @@ std::vector<std::pair<std::string, std::string>> checkKernel(const Instr &in,
     for (size_t i = 0; ok && i < shape.size(); ++i) ok = shape[i] == -1 || shape[i] == result.shape[i];
     if (!ok)
       out.emplace_back("/attrs/shape", "'reshape' shape " + shapeText(shape) +
-                                           " differs from its result buffer's " + shapeText(result.shape));
+                                           " differs from its result buffer's " +
+                                           shapeText(result.shape));
     else if (x.numElements() != result.numElements() || x.dtype != result.dtype)
-      out.emplace_back("/output", "'reshape' of " + shapeText(x.shape) + " into " + shapeText(result.shape) +
+      out.emplace_back("/output", "'reshape' of " + shapeText(x.shape) + " into " +
+                                      shapeText(result.shape) +
                                       " changes the element count or type");
   } else if (in.op == "conv2d_grad_input" || in.op == "avg_pool2d_grad" ||
              in.op == "conv2d_grad_weight") {

@@ -70,8 +70,9 @@ struct Verifier {
         continue;
       }
       if (b.bytes != uint64_t(*n) * 4)
-        report(bp() + "/bytes", std::to_string(b.bytes) + " bytes for " + typeText(b.dtype, b.shape) +
-                                  " (expected " + std::to_string(*n * 4) + ")");
+        report(bp() + "/bytes", std::to_string(b.bytes) + " bytes for " +
+                                  typeText(b.dtype, b.shape) + " (expected " +
+                                  std::to_string(*n * 4) + ")");
       if (b.offset % kPlanAlignment != 0)
         report(bp() + "/offset", "offset " + std::to_string(b.offset) + " is not 64-byte aligned");
       uint64_t limit = b.region == Region::Arena ? d.arenaBytes : d.persistentBytes;

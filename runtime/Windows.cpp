@@ -36,10 +36,10 @@ ConvDims convDims(const plan::AttrMap &a, const std::vector<int64_t> &x,
   requireRank4(w, "w");
   requireRank4(y, "the convolution's result");
   ConvDims d;
-  std::tie(d.sh, d.sw) = hw(plan::attrInts(a, "stride", {1, 1}), "stride", 1);
-  std::tie(d.ph, d.pw) = hw(plan::attrInts(a, "padding", {0, 0}), "padding", 0);
-  std::tie(d.dh, d.dw) = hw(plan::attrInts(a, "dilation", {1, 1}), "dilation", 1);
-  d.groups = plan::attrInt(a, "groups", 1);
+  std::tie(d.sh, d.sw) = hw(plan::attrInts(a, "stride"), "stride", 1);
+  std::tie(d.ph, d.pw) = hw(plan::attrInts(a, "padding"), "padding", 0);
+  std::tie(d.dh, d.dw) = hw(plan::attrInts(a, "dilation"), "dilation", 1);
+  d.groups = plan::attrInt(a, "groups");
   d.n = x[0], d.c = x[1], d.h = x[2], d.w = x[3];
   d.o = w[0], d.kh = w[2], d.kw = w[3];
   const std::string shapes =
@@ -65,15 +65,16 @@ PoolDims poolDims(const plan::AttrMap &a, const std::vector<int64_t> &x,
   requireRank4(y, "the pooled result");
   PoolDims d;
   d.n = x[0], d.c = x[1], d.h = x[2], d.w = x[3];
-  std::tie(d.kh, d.kw) = hw(plan::attrInts(a, "kernel", {}), "kernel", 1);
-  std::vector<int64_t> stride = plan::attrInts(a, "stride", {});
+  std::tie(d.kh, d.kw) = hw(plan::attrInts(a, "kernel"), "kernel", 1);
+  std::vector<int64_t> stride = plan::attrInts(a, "stride");
   if (stride.empty())
     std::tie(d.sh, d.sw) = std::pair{d.kh, d.kw};
   else
     std::tie(d.sh, d.sw) = hw(stride, "stride", 1);
-  std::tie(d.ph, d.pw) = hw(plan::attrInts(a, "padding", {0, 0}), "padding", 0);
-  d.countPad = plan::attrBool(a, "count_include_pad", true);
-  const bool ceil = plan::attrBool(a, "ceil_mode", false);
+  std::tie(d.ph, d.pw) = hw(plan::attrInts(a, "padding"), "padding", 0);
+  // Declared by avg_pool2d and its gradient only; max pooling has no divisor.
+  d.countPad = plan::hasAttr(a, "count_include_pad") && plan::attrBool(a, "count_include_pad");
+  const bool ceil = plan::attrBool(a, "ceil_mode");
   const std::string shapes = ": x " + plan::shapeText(x) + ", result " + plan::shapeText(y);
   if (2 * d.ph > d.kh || 2 * d.pw > d.kw || d.kh > d.h + 2 * d.ph || d.kw > d.w + 2 * d.pw)
     throw RuleError("pooling kernel and padding do not fit the input" + shapes);

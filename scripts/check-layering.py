@@ -60,8 +60,8 @@ RULES = {
     "test/unit/passes": "support ops ir passes test/unit",
     "test/unit/frontend": "support ops ir passes frontend test/unit",
     "test/unit/codegen": "support ops ir plan passes codegen compiler test/unit",
-    "test/unit/runtime": "support ops ir plan io runtime !runtime/mpi !runtime/cuda compiler test/unit "
-    + OP_TABLE,
+    "test/unit/runtime": "support ops ir plan io runtime !runtime/mpi !runtime/cuda compiler "
+    "test/unit " + OP_TABLE,
     "test/unit/mpi": "support ops plan io runtime !runtime/cuda test/unit",
     "test/unit/runtime_cuda": "support ops ir plan io runtime !runtime/mpi compiler test/unit",
 }
@@ -78,7 +78,8 @@ CROSSING = set()
 def row_for(folder):
     best = None
     for name in RULES:
-        if (folder == name or folder.startswith(name + "/")) and (best is None or len(name) > len(best)):
+        inside = folder == name or folder.startswith(name + "/")
+        if inside and (best is None or len(name) > len(best)):
             best = name
     return best
 

@@ -1,8 +1,10 @@
 //===- runtime/cpu/CpuDevice.cpp - a logical device on the host CPU -----===//
 //
-// Load checks everything it relies on (buffer bounds, operand counts, kernel
-// preconditions) and reports a UserError naming the device and instruction,
-// so a plan that passed plan::verifyPlan but asks something of a kernel it
+// A device loads only plans that plan::verifyPlan accepted, and relies on
+// what it proved (buffer ids, sizes and bounds, a send's one operand) without
+// re-checking. Load checks what only the backend knows (a kernel for each
+// op, its operand count and preconditions) and reports a UserError naming
+// the device and instruction, so a plan that asks something of a kernel it
 // cannot do is rejected before the first step, never during it.
 //
 //===----------------------------------------------------------------------===//
@@ -78,14 +80,9 @@ void CpuDevice::load(const plan::Plan &plan, uint32_t device) {
   bufferPtr_.assign(prog.buffers.size(), nullptr);
   bufferBytes_.assign(prog.buffers.size(), 0);
   for (size_t b = 0; b < prog.buffers.size(); ++b) {
+    // Sizes and bounds were proven by plan::verifyPlan; not re-checked.
     const plan::Buffer &buf = prog.buffers[b];
     bool persistent = buf.region == plan::Region::Persistent;
-    uint64_t limit = persistent ? persistentBytes_ : arenaBytes_;
-    if (buf.bytes != uint64_t(buf.numElements()) * 4 || buf.offset > limit ||
-        buf.bytes > limit - buf.offset)
-      fail(~0u, "buffer '" + buf.name + "' [" + std::to_string(buf.offset) + ", +" +
-                    std::to_string(buf.bytes) + ") does not fit its region of " +
-                    std::to_string(limit) + " bytes");
     bufferPtr_[b] = (persistent ? memory_ : arena) + buf.offset;
     bufferBytes_[b] = buf.bytes;
   }
@@ -94,10 +91,6 @@ void CpuDevice::load(const plan::Plan &plan, uint32_t device) {
   kernels_.clear();
   steps_.clear();
   kernels_.reserve(prog.instrs.size());
-  auto checkBuf = [&](uint32_t i, uint32_t id) {
-    if (id >= prog.buffers.size())
-      fail(i, "buffer id " + std::to_string(id) + " out of range");
-  };
   for (uint32_t i = 0; i < prog.instrs.size(); ++i) {
     const plan::Instr &in = prog.instrs[i];
     Step s;
@@ -106,10 +99,8 @@ void CpuDevice::load(const plan::Plan &plan, uint32_t device) {
     switch (in.kind) {
     case plan::InstrKind::Send:
     case plan::InstrKind::Recv: {
-      uint32_t id = in.kind == plan::InstrKind::Send
-                        ? (in.inputs.empty() ? ~0u : in.inputs[0])
-                        : in.output;
-      checkBuf(i, id);
+      // Buffer ids and a send's one operand: proven by plan::verifyPlan.
+      uint32_t id = in.kind == plan::InstrKind::Send ? in.inputs[0] : in.output;
       s.data = bufferPtr_[id];
       s.bytes = bufferBytes_[id];
       s.channel = in.channel;
@@ -132,7 +123,6 @@ void CpuDevice::load(const plan::Plan &plan, uint32_t device) {
       k.seed = plan.seed;
       k.attrs = &in.attrs;
       auto arg = [&](uint32_t id) {
-        checkBuf(i, id);
         const plan::Buffer &buf = prog.buffers[id];
         TensorArg t;
         t.data = bufferPtr_[id];

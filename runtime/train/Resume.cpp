@@ -58,11 +58,13 @@ ResumeCheck restoreCheckpoint(Executor &ex, const Checkpoint &ckpt, uint64_t pla
                               "to start a new run from its weights");
   std::set<std::string> stateNames(ckpt.info.states.begin(), ckpt.info.states.end());
   std::map<std::string, const NamedTensor *> params, states;
-  for (const NamedTensor &t : ckpt.tensors) (stateNames.count(t.name) ? states : params)[t.name] = &t;
+  for (const NamedTensor &t : ckpt.tensors)
+    (stateNames.count(t.name) ? states : params)[t.name] = &t;
 
   std::vector<std::string> paramDiffs = compareTensors(p.params, params);
   if (!paramDiffs.empty())
-    throw UserError(file, "", "checkpoint of another model: its parameters differ from the plan's: " +
+    throw UserError(file, "",
+                    "checkpoint of another model: its parameters differ from the plan's: " +
                                   joinDiffs(paramDiffs));
   std::vector<std::string> stateDiffs = compareTensors(p.states, states);
   std::string planOpt = describeOptimizer(p);
@@ -75,8 +77,9 @@ ResumeCheck restoreCheckpoint(Executor &ex, const Checkpoint &ckpt, uint64_t pla
       throw UserError(file, "", other + ": the parameters and the optimizer match, so the model, "
                                         "placement or initial values changed; --force covers only "
                                         "a changed optimizer");
-    std::string what = "the optimizer differs (file: " + ckpt.info.optimizer + "; plan: " + planOpt +
-                       ")" + (stateDiffs.empty() ? "" : ", state tensors: " + joinDiffs(stateDiffs));
+    std::string what = "the optimizer differs (file: " + ckpt.info.optimizer +
+                       "; plan: " + planOpt + ")" +
+                       (stateDiffs.empty() ? "" : ", state tensors: " + joinDiffs(stateDiffs));
     if (!force)
       throw UserError(file, "", other + ": " + what +
                                     "; --force resumes with the plan's optimizer, keeping the "

@@ -100,7 +100,8 @@ def main():
         with open(os.path.join(tree, "newlayer", "Thing.cpp"), "w") as f:
             f.write('#include "support/Error.h"\n')
         r = check(tree)
-        caught = r.returncode == 1 and "newlayer/Thing.cpp: folder 'newlayer' has no row" in r.stdout
+        caught = (r.returncode == 1
+                  and "newlayer/Thing.cpp: folder 'newlayer' has no row" in r.stdout)
         print("%s: a source folder with no floor" % ("ok" if caught else "FAIL"))
         failures += 0 if caught else 1
     print("%d of %d plants caught" % (len(PLANTS) + 1 - failures, len(PLANTS) + 1))

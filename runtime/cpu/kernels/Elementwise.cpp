@@ -121,7 +121,7 @@ void runVector2(const KernelInstance &k) {
 // gelu's `approximate`: ints[0] = 0 for "none" (erf), 1 for "tanh" (GPT-2's
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))).
 void readGeluForm(KernelInstance &k) {
-  std::string form = attrString(k.attrMap(), "approximate", "none");
+  std::string form = attrString(k.attrMap(), "approximate");
   if (form != "none" && form != "tanh")
     throw RuleError("attribute 'approximate' must be \"none\" or \"tanh\", got \"" + form +
                     "\"");
@@ -163,7 +163,7 @@ void runGelu(const KernelInstance &k) {
 
 void prepareScale(KernelInstance &k) {
   prepareUnary(k);
-  k.scalar = attrFloat(k.attrMap(), "value", 1.0);
+  k.scalar = attrFloat(k.attrMap(), "value");
 }
 
 void runScale(const KernelInstance &k) {

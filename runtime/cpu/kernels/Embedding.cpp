@@ -67,7 +67,7 @@ void prepareEmbeddingGrad(KernelInstance &k) {
   requireDType(k.in[0], plan::DType::I32, "operand 'ids'");
   requireDType(k.in[1], plan::DType::F32, "operand 'dy'");
   requireDType(k.out, plan::DType::F32, "the result");
-  k.axis = attrInt(k.attrMap(), "num_embeddings", 0);
+  k.axis = attrInt(k.attrMap(), "num_embeddings");
   if (k.out.rank() != 2 || k.out.shape[0] != k.axis)
     throw RuleError("result must be f32[" + std::to_string(k.axis) + ",D], got " +
                     plan::shapeText(k.out.shape));

@@ -57,8 +57,8 @@ void prepareMatMul(KernelInstance &k) {
   if (a.rank() < 2 || b.rank() < 2 || k.out.rank() < 2)
     throw RuleError("matmul needs buffers of rank >= 2: " + plan::shapeText(a.shape) + " x " +
                     plan::shapeText(b.shape) + " -> " + plan::shapeText(k.out.shape));
-  bool ta = attrBool(k.attrMap(), "transpose_a", false),
-       tb = attrBool(k.attrMap(), "transpose_b", false);
+  bool ta = attrBool(k.attrMap(), "transpose_a"),
+       tb = attrBool(k.attrMap(), "transpose_b");
   const size_t ra = size_t(a.rank()), rb = size_t(b.rank()), ro = size_t(k.out.rank());
   const int64_t a0 = a.shape[ra - 2], a1 = a.shape[ra - 1];
   const int64_t b0 = b.shape[rb - 2], b1 = b.shape[rb - 1];

@@ -59,10 +59,10 @@ void prepareCrossEntropy(KernelInstance &k, bool grad) {
   }
   k.axis = logits.shape.back();
   k.outer = labels.numel;
-  std::string reduction = attrString(k.attrMap(), "reduction", "mean");
+  std::string reduction = attrString(k.attrMap(), "reduction");
   if (reduction != "mean" && reduction != "sum")
     throw RuleError("reduction must be \"mean\" or \"sum\", got \"" + reduction + "\"");
-  k.ints = {attrInt(k.attrMap(), "ignore_index", -100), reduction == "sum" ? 1 : 0};
+  k.ints = {attrInt(k.attrMap(), "ignore_index"), reduction == "sum" ? 1 : 0};
 }
 
 bool sums(const KernelInstance &k) { return k.ints[1] != 0; }

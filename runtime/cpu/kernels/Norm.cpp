@@ -28,7 +28,7 @@ void prepareRows(KernelInstance &k, const TensorArg &x, const std::string &xName
     throw RuleError("operand '" + xName + "' must have rank >= 1, got a scalar");
   k.inner = x.shape.back();
   k.outer = k.inner ? x.numel / k.inner : 0;
-  k.scalar = attrFloat(k.attrMap(), "eps", 1e-5);
+  k.scalar = attrFloat(k.attrMap(), "eps");
 }
 
 void requireVector(const TensorArg &v, int64_t d, const std::string &name) {
@@ -126,7 +126,7 @@ void runGammaGrad(const KernelInstance &k) {
 // --- batch_norm ---------------------------------------------------------
 
 /// Checks x f32 of rank >= 2; sets [outer, axis, inner] around the channel
-/// axis (attribute `axis`) and scalar = eps.
+/// axis (attribute `axis`).
 void prepareChannels(KernelInstance &k, const TensorArg &x, const std::string &xName) {
   requireDType(x, plan::DType::F32, "operand '" + xName + "'");
   requireDType(k.out, plan::DType::F32, "the result");
@@ -134,7 +134,7 @@ void prepareChannels(KernelInstance &k, const TensorArg &x, const std::string &x
   if (rank < 2)
     throw RuleError("operand '" + xName + "' must have rank >= 2, got " +
                     plan::shapeText(x.shape));
-  int64_t axis = attrInt(k.attrMap(), "axis", 1);
+  int64_t axis = attrInt(k.attrMap(), "axis");
   int64_t a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank)
     throw RuleError("axis " + std::to_string(axis) + " out of range for " +
@@ -145,7 +145,6 @@ void prepareChannels(KernelInstance &k, const TensorArg &x, const std::string &x
     else if (i == a) k.axis = x.shape[size_t(i)];
     else k.inner *= x.shape[size_t(i)];
   }
-  k.scalar = attrFloat(k.attrMap(), "eps", 1e-5);
 }
 
 /// Operands `first`, `first + 1` (when present): running mean and variance, f32[C].
@@ -188,6 +187,7 @@ RowStats channelStats(const KernelInstance &k, const float *x, int64_t c, double
 // batch_norm(x, gamma, beta[, running_mean, running_var])
 void prepareBatchNorm(KernelInstance &k) {
   prepareChannels(k, k.in[0], "x");
+  k.scalar = attrFloat(k.attrMap(), "eps");
   requireVector(k.in[1], k.axis, "gamma");
   requireVector(k.in[2], k.axis, "beta");
   requireRunning(k, 3);
@@ -213,6 +213,7 @@ void runBatchNorm(const KernelInstance &k) {
 // gamma; with running ones (constants) dy * gamma * rstd.
 void prepareBatchNormGrad(KernelInstance &k) {
   prepareChannels(k, k.in[0], "x");
+  k.scalar = attrFloat(k.attrMap(), "eps");
   requireVector(k.in[1], k.axis, "gamma");
   requireSameShape(k.in[0], k.in[2], "operands 'x' and 'dy'");
   requireRunning(k, 3);
@@ -257,6 +258,7 @@ void runBatchNormGrad(const KernelInstance &k) {
 // sum over each channel of dy * xhat, in double.
 void prepareBatchNormGammaGrad(KernelInstance &k) {
   prepareChannels(k, k.in[0], "x");
+  k.scalar = attrFloat(k.attrMap(), "eps");
   requireSameShape(k.in[0], k.in[1], "operands 'x' and 'dy'");
   requireRunning(k, 2);
   requireVector(k.out, k.axis, "the result");
@@ -284,7 +286,7 @@ void prepareBatchNormUpdate(KernelInstance &k) {
   requireVector(k.in[0], k.axis, "running_mean");
   requireVector(k.in[1], k.axis, "running_var");
   requireVector(k.out, k.axis, "the result");
-  k.scalar = attrFloat(k.attrMap(), "momentum", 0.9);
+  k.scalar = attrFloat(k.attrMap(), "momentum");
   if (!(k.scalar >= 0 && k.scalar <= 1))
     throw RuleError("momentum must be in [0, 1], got " + std::to_string(k.scalar));
 }

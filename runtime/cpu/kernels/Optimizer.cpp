@@ -46,7 +46,7 @@ void prepareSgd(KernelInstance &k) {
   requireDType(k.in[0], plan::DType::F32, "operand 'param'");
   requireLike(k, 1, "grad");
   requireSameShape(k.in[0], k.out, "parameter and result");
-  double momentum = attrFloat(k.attrMap(), "momentum", 0.0);
+  double momentum = attrFloat(k.attrMap(), "momentum");
   if (k.in.size() == 3) throw RuleError("sgd_update takes momentum_buf and step together");
   if (momentum != 0.0 && k.in.size() != 4)
     throw RuleError("sgd_update with momentum needs operands momentum_buf and step");
@@ -54,10 +54,9 @@ void prepareSgd(KernelInstance &k) {
     requireLike(k, 2, "momentum_buf");
     requireStep(k, 3);
   }
-  if (!hasAttr(k.attrMap(), "lr")) throw RuleError("attribute 'lr' is missing");
-  k.reals = {attrFloat(k.attrMap(), "lr", 0.0), momentum, attrFloat(k.attrMap(), "dampening", 0.0),
-             attrFloat(k.attrMap(), "weight_decay", 0.0),
-             attrBool(k.attrMap(), "nesterov", false) ? 1.0 : 0.0};
+  k.reals = {attrFloat(k.attrMap(), "lr"), momentum, attrFloat(k.attrMap(), "dampening"),
+             attrFloat(k.attrMap(), "weight_decay"),
+             attrBool(k.attrMap(), "nesterov") ? 1.0 : 0.0};
 }
 
 void runSgd(const KernelInstance &k) {
@@ -92,13 +91,12 @@ void prepareAdam(KernelInstance &k) {
   requireLike(k, 3, "v");
   requireStep(k, 4);
   requireSameShape(k.in[0], k.out, "parameter and result");
-  if (!hasAttr(k.attrMap(), "lr")) throw RuleError("attribute 'lr' is missing");
-  k.reals = {attrFloat(k.attrMap(), "lr", 0.0),
-             attrFloat(k.attrMap(), "beta1", 0.9),
-             attrFloat(k.attrMap(), "beta2", 0.999),
-             attrFloat(k.attrMap(), "eps", 1e-8),
-             attrFloat(k.attrMap(), "weight_decay", 0.0),
-             attrBool(k.attrMap(), "decoupled", false) ? 1.0 : 0.0};
+  k.reals = {attrFloat(k.attrMap(), "lr"),
+             attrFloat(k.attrMap(), "beta1"),
+             attrFloat(k.attrMap(), "beta2"),
+             attrFloat(k.attrMap(), "eps"),
+             attrFloat(k.attrMap(), "weight_decay"),
+             attrBool(k.attrMap(), "decoupled") ? 1.0 : 0.0};
 }
 
 void runAdam(const KernelInstance &k) {

@@ -96,7 +96,7 @@ void runMaxGrad(const KernelInstance &k) {
 // avg_pool2d_grad(dy) -> dx
 void prepareAvgGrad(KernelInstance &k) {
   preparePool(k, k.out.shape, k.in[0].shape);
-  std::vector<int64_t> size = attrInts(k.attrMap(), "input_size", {});
+  std::vector<int64_t> size = attrInts(k.attrMap(), "input_size");
   if (size != std::vector<int64_t>{k.out.shape[2], k.out.shape[3]})
     throw RuleError("input_size " + plan::shapeText(size) + " differs from the result " +
                     plan::shapeText(k.out.shape));

@@ -19,12 +19,12 @@ namespace {
 void prepareDropout(KernelInstance &k) {
   requireDType(k.in[0], plan::DType::F32, "operand 'x'");
   requireSameShape(k.in[0], k.out, "operand and result");
-  const double p = attrFloat(k.attrMap(), "p", 0.5);
+  const double p = attrFloat(k.attrMap(), "p");
   if (!(p >= 0.0 && p < 1.0))
     throw RuleError("attribute 'p' must be in [0, 1), got " + std::to_string(p));
   const philox::Key key =
-      philox::dropoutKey(k.seed, philox::nameHash(attrString(k.attrMap(), "key", "")));
-  k.ints = {key.k0, key.k1, philox::dropThreshold(p), attrInt(k.attrMap(), "offset", 0)};
+      philox::dropoutKey(k.seed, philox::nameHash(attrString(k.attrMap(), "key")));
+  k.ints = {key.k0, key.k1, philox::dropThreshold(p), attrInt(k.attrMap(), "offset")};
   k.scalar = 1.0 / (1.0 - p);
 }
 

@@ -22,7 +22,7 @@ void prepareReduce(KernelInstance &k, bool mean) {
   const TensorArg &x = k.in[0];
   requireDType(x, plan::DType::F32, "operand 'x'");
   requireDType(k.out, plan::DType::F32, "the result");
-  std::vector<int64_t> axes = attrInts(k.attrMap(), "axes", {});
+  std::vector<int64_t> axes = attrInts(k.attrMap(), "axes");
   int64_t rank = x.rank();
   std::vector<bool> reduced(size_t(rank), axes.empty());
   for (int64_t a : axes) {

@@ -34,7 +34,7 @@ void prepareTranspose(KernelInstance &k) {
   const TensorArg &x = k.in[0];
   requireDType(x, plan::DType::F32, "operand 'x'");
   requireDType(k.out, plan::DType::F32, "the result");
-  std::vector<int64_t> perm = attrInts(k.attrMap(), "perm", {});
+  std::vector<int64_t> perm = attrInts(k.attrMap(), "perm");
   int64_t rank = x.rank();
   if (perm.empty())
     for (int64_t i = rank; i-- > 0;) perm.push_back(i);
@@ -59,7 +59,7 @@ void prepareTranspose(KernelInstance &k) {
 
 void prepareFill(KernelInstance &k) {
   requireDType(k.out, plan::DType::F32, "the result");
-  k.scalar = attrFloat(k.attrMap(), "value", 0.0);
+  k.scalar = attrFloat(k.attrMap(), "value");
 }
 
 void runFill(const KernelInstance &k) {
@@ -92,8 +92,8 @@ int64_t extent(const std::vector<int64_t> &shape, int64_t from, int64_t to) {
 void prepareSlice(KernelInstance &k) {
   const TensorArg &x = k.in[0];
   requireBlockDType(x, k.out, "operand 'x'");
-  int64_t axis = normAxis(attrInt(k.attrMap(), "axis", 0), x.rank(), x.shape);
-  int64_t start = attrInt(k.attrMap(), "start", 0), stop = attrInt(k.attrMap(), "end", 0);
+  int64_t axis = normAxis(attrInt(k.attrMap(), "axis"), x.rank(), x.shape);
+  int64_t start = attrInt(k.attrMap(), "start"), stop = attrInt(k.attrMap(), "end");
   int64_t dim = x.shape[size_t(axis)];
   if (start < 0 || start >= stop || stop > dim)
     throw RuleError("slice [" + std::to_string(start) + ", " + std::to_string(stop) +
@@ -123,7 +123,7 @@ void prepareConcat(KernelInstance &k) {
   const TensorArg &first = k.in[0];
   for (size_t i = 0; i < k.in.size(); ++i)
     requireBlockDType(k.in[i], k.out, "operand " + std::to_string(i));
-  int64_t axis = normAxis(attrInt(k.attrMap(), "axis", 0), first.rank(), first.shape);
+  int64_t axis = normAxis(attrInt(k.attrMap(), "axis"), first.rank(), first.shape);
   std::vector<int64_t> want = first.shape;
   want[size_t(axis)] = 0;
   bool ok = true;

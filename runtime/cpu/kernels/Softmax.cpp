@@ -26,7 +26,7 @@ void prepareLanes(KernelInstance &k, int operands) {
   requireDType(k.out, plan::DType::F32, "the result");
   const std::vector<int64_t> &shape = k.out.shape;
   int64_t rank = int64_t(shape.size());
-  int64_t axis = attrInt(k.attrMap(), "axis", -1);
+  int64_t axis = attrInt(k.attrMap(), "axis");
   int64_t a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank)
     throw RuleError("axis " + std::to_string(axis) + " out of range for " + plan::shapeText(shape));
@@ -101,7 +101,7 @@ void prepareCausalMask(KernelInstance &k) {
   if (k.out.rank() < 2)
     throw RuleError("causal_mask needs rank >= 2, got " + plan::shapeText(k.out.shape));
   k.ints = {k.out.shape[size_t(k.out.rank() - 2)], k.out.shape[size_t(k.out.rank() - 1)]};
-  k.scalar = attrFloat(k.attrMap(), "value", -1e9);
+  k.scalar = attrFloat(k.attrMap(), "value");
 }
 
 /// Row i of each [rows, cols] matrix keeps columns 0..i and gets `value`

@@ -167,7 +167,7 @@ template <class F> Launch unaryLaunch(const KernelOperands &k, const char *alpha
   requireF32(k.inputs[0]);
   requireF32(k.output);
   requireSameCount(k.inputs[0], k.output);
-  float alpha = alphaAttr ? float(attrFloat(k.instr->attrs, alphaAttr, 1.0)) : 0.f;
+  float alpha = alphaAttr ? float(attrFloat(k.instr->attrs, alphaAttr)) : 0.f;
   const float *x = cf(k.inPtr[0]);
   float *y = f(k.outPtr);
   int64_t n = k.output->numElements();
@@ -201,7 +201,7 @@ template <class F> Launch prepareBinary(const KernelOperands &k) {
 /// gelu and gelu_grad: the form the `approximate` attribute names, "none"
 /// (exact, erf) or "tanh".
 bool geluUsesTanh(const KernelOperands &k) {
-  std::string form = attrString(k.instr->attrs, "approximate", "none");
+  std::string form = attrString(k.instr->attrs, "approximate");
   if (form != "none" && form != "tanh")
     throw RuleError("approximate must be \"none\" or \"tanh\", got \"" + form + "\"");
   return form == "tanh";

@@ -55,7 +55,7 @@ GradShape checkGrad(const KernelOperands &k) {
   const plan::Buffer *ids = k.inputs[0], *dy = k.inputs[1], *out = k.output;
   requireIds(ids);
   GradShape g;
-  g.vocab = attrInt(k.instr->attrs, "num_embeddings", 0);
+  g.vocab = attrInt(k.instr->attrs, "num_embeddings");
   if (g.vocab < 0 || g.vocab > INT_MAX)
     throw RuleError("num_embeddings " + std::to_string(g.vocab) + " out of range");
   requireF32(out);

@@ -76,8 +76,8 @@ Launch prepareMatMul(const KernelOperands &k) {
   for (auto *x : {a, b, c}) requireF32(x);
   if (a->shape.size() < 2 || b->shape.size() < 2)
     throw RuleError("matmul needs operands of rank >= 2");
-  bool ta = attrBool(k.instr->attrs, "transpose_a", false),
-       tb = attrBool(k.instr->attrs, "transpose_b", false);
+  bool ta = attrBool(k.instr->attrs, "transpose_a"),
+       tb = attrBool(k.instr->attrs, "transpose_b");
   const int64_t ar = a->shape[a->shape.size() - 2], ac = a->shape.back();
   const int64_t br = b->shape[b->shape.size() - 2], bc = b->shape.back();
   int64_t m = ta ? ac : ar, ka = ta ? ar : ac;

@@ -47,8 +47,8 @@ Logits checkLogits(const KernelOperands &k) {
   l.classes = ls.back();
   if (l.classes < 1) throw RuleError("cross-entropy needs at least one class");
   l.rows = logits->numElements() / l.classes;
-  l.ignoreIndex = attrInt(k.instr->attrs, "ignore_index", -100);
-  std::string reduction = attrString(k.instr->attrs, "reduction", "mean");
+  l.ignoreIndex = attrInt(k.instr->attrs, "ignore_index");
+  std::string reduction = attrString(k.instr->attrs, "reduction");
   if (reduction != "mean" && reduction != "sum")
     throw RuleError("reduction must be \"mean\" or \"sum\", got \"" + reduction + "\"");
   l.sum = reduction == "sum";

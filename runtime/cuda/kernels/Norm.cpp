@@ -43,7 +43,7 @@ void requireSameShape(const plan::Buffer *a, const plan::Buffer *b) {
     throw RuleError("buffers '" + a->name + "' and '" + b->name + "' differ in shape");
 }
 
-double epsOf(const KernelOperands &k) { return attrFloat(k.instr->attrs, "eps", 1e-5); }
+double epsOf(const KernelOperands &k) { return attrFloat(k.instr->attrs, "eps"); }
 
 Launch prepareLayerNorm(const KernelOperands &k) {
   requireArity(k, 3, 3);
@@ -98,7 +98,7 @@ ChannelShape channelsOf(const KernelOperands &k, const plan::Buffer *x) {
   requireF32(x);
   int64_t rank = int64_t(x->shape.size());
   if (rank < 2) throw RuleError("batch_norm needs x of rank >= 2");
-  int64_t axis = attrInt(k.instr->attrs, "axis", 1);
+  int64_t axis = attrInt(k.instr->attrs, "axis");
   int64_t a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank)
     throw RuleError("axis " + std::to_string(axis) + " out of range for buffer '" + x->name +
@@ -178,7 +178,7 @@ Launch prepareBatchNormUpdate(const KernelOperands &k) {
   requireChannelVector(k.inputs[0], cs.c);
   requireChannelVector(k.inputs[1], cs.c);
   requireChannelVector(k.output, cs.c);
-  double momentum = attrFloat(k.instr->attrs, "momentum", 0.9);
+  double momentum = attrFloat(k.instr->attrs, "momentum");
   if (!(momentum >= 0 && momentum <= 1))
     throw RuleError("momentum must be in [0, 1], got " + std::to_string(momentum));
   // In place: the running statistics are the instruction's operands 0 and 1.

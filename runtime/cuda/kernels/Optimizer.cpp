@@ -25,11 +25,11 @@ Launch prepareSgd(const KernelOperands &k) {
   for (size_t i = 0; i < k.inputs.size(); ++i)
     if (i != 3) requireSameCount(k.inputs[0], k.inputs[i]);
   SgdHyper h;
-  h.lr = attrFloat(k.instr->attrs, "lr", 0.0);
-  h.momentum = attrFloat(k.instr->attrs, "momentum", 0.0);
-  h.dampening = attrFloat(k.instr->attrs, "dampening", 0.0);
-  h.weightDecay = attrFloat(k.instr->attrs, "weight_decay", 0.0);
-  h.nesterov = attrBool(k.instr->attrs, "nesterov", false);
+  h.lr = attrFloat(k.instr->attrs, "lr");
+  h.momentum = attrFloat(k.instr->attrs, "momentum");
+  h.dampening = attrFloat(k.instr->attrs, "dampening");
+  h.weightDecay = attrFloat(k.instr->attrs, "weight_decay");
+  h.nesterov = attrBool(k.instr->attrs, "nesterov");
   if (h.momentum != 0.0 && k.inputs.size() != 4)
     throw RuleError("sgd_update with momentum needs momentum_buf and step");
   bool state = k.inputs.size() == 4;
@@ -50,12 +50,12 @@ Launch prepareAdam(const KernelOperands &k) {
   for (size_t i = 1; i < 4; ++i) requireSameCount(k.inputs[0], k.inputs[i]);
   if (k.inputs[4]->numElements() != 1) throw RuleError("adam_update step must be f32[1]");
   AdamHyper h;
-  h.lr = attrFloat(k.instr->attrs, "lr", 0.0);
-  h.beta1 = attrFloat(k.instr->attrs, "beta1", 0.9);
-  h.beta2 = attrFloat(k.instr->attrs, "beta2", 0.999);
-  h.eps = attrFloat(k.instr->attrs, "eps", 1e-8);
-  h.weightDecay = attrFloat(k.instr->attrs, "weight_decay", 0.0);
-  h.decoupled = attrBool(k.instr->attrs, "decoupled", false);
+  h.lr = attrFloat(k.instr->attrs, "lr");
+  h.beta1 = attrFloat(k.instr->attrs, "beta1");
+  h.beta2 = attrFloat(k.instr->attrs, "beta2");
+  h.eps = attrFloat(k.instr->attrs, "eps");
+  h.weightDecay = attrFloat(k.instr->attrs, "weight_decay");
+  h.decoupled = attrBool(k.instr->attrs, "decoupled");
   float *p = f(k.inPtr[0]), *m = f(k.inPtr[2]), *v = f(k.inPtr[3]), *step = f(k.inPtr[4]);
   const float *g = cf(k.inPtr[1]);
   int64_t n = k.inputs[0]->numElements();

@@ -54,7 +54,7 @@ Launch prepareMaxPoolGrad(const KernelOperands &k) {
 Launch prepareAvgPoolGrad(const KernelOperands &k) {
   requireArity(k, 1, 1);
   PoolDesc d = descOf(k, k.output->shape, k.inputs[0]->shape);
-  std::vector<int64_t> size = attrInts(k.instr->attrs, "input_size", {});
+  std::vector<int64_t> size = attrInts(k.instr->attrs, "input_size");
   if (size != std::vector<int64_t>{d.h, d.w})
     throw RuleError("avg_pool2d_grad input_size differs from its result buffer '" + k.output->name +
                     "'");

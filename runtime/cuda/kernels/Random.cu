@@ -32,13 +32,13 @@ Launch prepareDropout(const KernelOperands &k) {
   requireF32(k.inputs[0]);
   requireF32(k.output);
   requireSameCount(k.inputs[0], k.output);
-  const double p = attrFloat(k.instr->attrs, "p", 0.5);
+  const double p = attrFloat(k.instr->attrs, "p");
   if (!(p >= 0.0 && p < 1.0))
     throw RuleError("attribute 'p' must be in [0, 1), got " + std::to_string(p));
   const philox::Key key =
-      philox::dropoutKey(k.ctx.seed, philox::nameHash(attrString(k.instr->attrs, "key", "")));
+      philox::dropoutKey(k.ctx.seed, philox::nameHash(attrString(k.instr->attrs, "key")));
   const uint32_t threshold = philox::dropThreshold(p);
-  const uint64_t offset = uint64_t(attrInt(k.instr->attrs, "offset", 0));
+  const uint64_t offset = uint64_t(attrInt(k.instr->attrs, "offset"));
   const float scale = float(1.0 / (1.0 - p));
   const float *x = cf(k.inPtr[0]);
   float *y = f(k.outPtr);

@@ -32,7 +32,7 @@ Launch prepareTranspose(const KernelOperands &k) {
 Launch prepareFill(const KernelOperands &k) {
   requireArity(k, 0, 0);
   requireF32(k.output);
-  float value = float(attrFloat(k.instr->attrs, "value", 0.0));
+  float value = float(attrFloat(k.instr->attrs, "value"));
   float *y = f(k.outPtr);
   int64_t n = k.output->numElements();
   cudaStream_t s = k.ctx.stream;
@@ -52,8 +52,8 @@ Launch prepareSlice(const KernelOperands &k) {
   const plan::Buffer *x = k.inputs[0];
   requireBlockDType(x, k.output);
   if (x->shape.empty()) throw RuleError("slice needs rank >= 1");
-  int64_t axis = normAxis(attrInt(k.instr->attrs, "axis", 0), x->shape.size());
-  int64_t start = attrInt(k.instr->attrs, "start", 0), end = attrInt(k.instr->attrs, "end", 0);
+  int64_t axis = normAxis(attrInt(k.instr->attrs, "axis"), x->shape.size());
+  int64_t start = attrInt(k.instr->attrs, "start"), end = attrInt(k.instr->attrs, "end");
   Split sp = splitAt(x->shape, axis);
   if (start < 0 || start >= end || end > sp.size)
     throw RuleError("slice range out of bounds for buffer '" + x->name + "'");
@@ -73,7 +73,7 @@ Launch prepareConcat(const KernelOperands &k) {
   if (k.inputs.empty()) throw RuleError("concat needs at least one operand");
   const plan::Buffer *first = k.inputs[0];
   if (first->shape.empty()) throw RuleError("concat needs rank >= 1");
-  int64_t axis = normAxis(attrInt(k.instr->attrs, "axis", 0), first->shape.size());
+  int64_t axis = normAxis(attrInt(k.instr->attrs, "axis"), first->shape.size());
   std::vector<int64_t> want = first->shape;
   want[size_t(axis)] = 0;
   for (const plan::Buffer *b : k.inputs) {

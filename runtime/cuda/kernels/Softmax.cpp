@@ -14,7 +14,7 @@ namespace {
 Split splitAxis(const KernelOperands &k) {
   const std::vector<int64_t> &shape = k.inputs[0]->shape;
   if (shape.empty()) throw RuleError("softmax needs rank >= 1");
-  return splitAt(shape, normAxis(attrInt(k.instr->attrs, "axis", -1), shape.size()));
+  return splitAt(shape, normAxis(attrInt(k.instr->attrs, "axis"), shape.size()));
 }
 
 template <SoftmaxKind Kind> Launch prepareSoftmax(const KernelOperands &k) {
@@ -51,7 +51,7 @@ Launch prepareCausalMask(const KernelOperands &k) {
   if (k.output->shape != x->shape) throw RuleError("result shape does not match x");
   int64_t rows = x->shape[x->shape.size() - 2], cols = x->shape.back();
   int64_t mats = rows * cols == 0 ? 0 : x->numElements() / (rows * cols);
-  float value = float(attrFloat(k.instr->attrs, "value", -1e9));
+  float value = float(attrFloat(k.instr->attrs, "value"));
   const float *in = cf(k.inPtr[0]);
   float *y = f(k.outPtr);
   cudaStream_t s = k.ctx.stream;

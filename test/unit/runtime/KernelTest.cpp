@@ -304,7 +304,8 @@ TEST(CpuKernels, BadReductionAndMomentumRejectedAtLoad) {
 }
 
 TEST(CpuKernels, LabelOutOfRangeIsUserError) {
-  plan::Plan p = singleKernelPlan("softmax_cross_entropy", {},
+  plan::Plan p = singleKernelPlan("softmax_cross_entropy",
+                                  {{"ignore_index", int64_t(-100)}, {"reduction", std::string("mean")}},
                                   {{ir::DType::F32, {2, 3}}, {ir::DType::I32, {2}}},
                                   {ir::DType::F32, {}});
   cpu::CpuDevice dev;

@@ -348,8 +348,10 @@ void expectHas(const std::string &text, const std::string &part) {
 
 TEST(CudaKernelErrors, LabelOutOfRangeIsReportedWhenDataIsRead) {
   MPC_REQUIRE_GPU();
-  plan::Plan p = test::singleOpPlan("softmax_cross_entropy", {},
-                                    {{plan::DType::F32, {3, 4}}, {plan::DType::I32, {3}}},
+  plan::Plan p = test::singleOpPlan(
+      "softmax_cross_entropy",
+      {{"ignore_index", int64_t(-100)}, {"reduction", std::string("mean")}},
+      {{plan::DType::F32, {3, 4}}, {plan::DType::I32, {3}}},
                                     {plan::DType::F32, {}});
   CudaRun run = prepareCudaRun(p, {});
   Executor exec(p, run.factory, std::move(run.transport));
