@@ -41,7 +41,7 @@ namespace mpc::ir {
 
 namespace {
 
-using json = nlohmann::ordered_json;
+using json = OrderedJson; // what parseStrictJson returns
 
 const std::vector<std::string> kTopKeys = {"mpc",     "name",      "inputs", "params",
                                            "state",   "nodes",     "loss",   "outputs",

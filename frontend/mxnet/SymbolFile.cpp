@@ -18,7 +18,7 @@
 
 namespace mpc::frontend::mxnet {
 
-using json = nlohmann::ordered_json;
+using json = OrderedJson; // what parseStrictJson returns
 
 std::string SymbolNode::describe() const {
   return "'" + name + "' (" + (isVariable() ? std::string("variable") : op) + ")";

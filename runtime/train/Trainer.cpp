@@ -204,10 +204,10 @@ void Trainer::agreeOnRows(int64_t &rows, const std::string &rowsFile) {
     if (n < 0) continue;
     if (agreed >= 0 && n != agreed)
       throw job::AgreedError(file, "", "dataset of " + std::to_string(n) + " rows on rank " +
-                                            std::to_string(r) + ", but " + agreedFile +
-                                            " has " + std::to_string(agreed) + " rows on rank " +
-                                            std::to_string(agreedRank) +
-                                            "; every rank must see the same data");
+                                           std::to_string(r) + ", but " + agreedFile +
+                                           " has " + std::to_string(agreed) + " rows on rank " +
+                                           std::to_string(agreedRank) +
+                                           "; every rank must see the same data");
     agreed = n;
     agreedFile = file;
     agreedRank = r;
@@ -242,8 +242,8 @@ void Trainer::prepare() {
     if (t.shape.empty()) continue;
     if (batch && t.shape[0] != batch)
       throw job::AgreedError(opt_.planFile, "input '" + t.name + "'",
-                              "inputs have different batch sizes (" + std::to_string(t.shape[0]) +
-                                  " and " + std::to_string(batch) + " of '" + batchInput + "')");
+                             "inputs have different batch sizes (" + std::to_string(t.shape[0]) +
+                                 " and " + std::to_string(batch) + " of '" + batchInput + "')");
     batch = t.shape[0];
     batchInput = t.name;
   }
@@ -251,8 +251,8 @@ void Trainer::prepare() {
   if (batch > 0 && rows >= 0) {
     if (rows < batch)
       throw job::AgreedError(rowsFile, "", "dataset of " + std::to_string(rows) +
-                                                " rows is smaller than the batch of " +
-                                                std::to_string(batch));
+                                               " rows is smaller than the batch of " +
+                                               std::to_string(batch));
     batchesPerEpoch = rows / batch; // a remainder smaller than a batch is dropped
     if (rows % batch)
       note("mpc run: note: dataset of " + std::to_string(rows) +
@@ -265,8 +265,8 @@ void Trainer::prepare() {
     int64_t epochs = opt_.epochs > 0 ? opt_.epochs : 1;
     if (epochs > INT64_MAX / batchesPerEpoch)
       throw job::AgreedError("", "--epochs", std::to_string(epochs) + " epochs of " +
-                                                  std::to_string(batchesPerEpoch) +
-                                                  " steps overflow the step counter");
+                                                 std::to_string(batchesPerEpoch) +
+                                                 " steps overflow the step counter");
     total_ = epochs * batchesPerEpoch;
   }
 
@@ -277,7 +277,7 @@ void Trainer::prepare() {
       if (t.name == name) ref = &t;
     if (!ref)
       throw job::AgreedError("", "--output", "the plan has no output '" + name +
-                                                  "' (outputs: " + namesOf(p.outputs) + ")");
+                                                 "' (outputs: " + namesOf(p.outputs) + ")");
     outputs_.push_back({ref, file, {}});
   }
   lossRank_ = p.hasLoss ? placement_.rankOf[p.loss.device] : 0;

@@ -77,11 +77,8 @@ TEST(VerifyOnce, EveryOpsMutatedKernelIsRejectedAtLoad) {
     std::vector<const ir::opcases::OpCase *> cases = ir::opcases::casesFor(info.kind);
     ASSERT_FALSE(cases.empty()) << "no case for '" << info.name << "' in OpCases.cpp";
     const ir::opcases::OpCase &c = *cases.front();
-    std::vector<test::OperandType> operands;
-    for (const ir::TensorType &t : c.operands) operands.push_back({t.dtype, t.shape});
-    ir::TensorType result = ir::opcases::resultType(c);
-    plan::Plan valid = test::singleKernelPlan(info.name, ir::opcases::fullAttrs(c), operands,
-                                              {result.dtype, result.shape});
+    plan::Plan valid = test::singleKernelPlan(info.name, ir::opcases::fullAttrs(c), c.operands,
+                                              ir::opcases::resultType(c));
     codegen::fillOpTable(valid);
     ASSERT_NO_THROW(load(valid)) << "the unmutated plan of '" << info.name << "' must load";
     ++ops;

@@ -30,14 +30,9 @@ namespace {
 
 using namespace mpc::ir::opcases;
 
-/// The shared one-kernel plan (SingleKernelPlan.h) for the op table's types.
-plan::Plan singleKernelPlan(const std::string &op, const plan::AttrMap &attrs,
-                            const std::vector<ir::TensorType> &operands,
-                            const ir::TensorType &result) {
-  std::vector<test::OperandType> types;
-  for (const ir::TensorType &t : operands) types.push_back({t.dtype, t.shape});
-  return test::singleKernelPlan(op, attrs, types, {result.dtype, result.shape});
-}
+/// The shared one-kernel plan (SingleKernelPlan.h); it takes the op table's
+/// types as they are.
+using test::singleKernelPlan;
 
 std::vector<uint8_t> toBytes(const ir::RefTensor &t, ir::DType dt) {
   std::vector<uint8_t> out(t.data.size() * 4);
@@ -305,7 +300,8 @@ TEST(CpuKernels, BadReductionAndMomentumRejectedAtLoad) {
 
 TEST(CpuKernels, LabelOutOfRangeIsUserError) {
   plan::Plan p = singleKernelPlan("softmax_cross_entropy",
-                                  {{"ignore_index", int64_t(-100)}, {"reduction", std::string("mean")}},
+                                  {{"ignore_index", int64_t(-100)},
+                                   {"reduction", std::string("mean")}},
                                   {{ir::DType::F32, {2, 3}}, {ir::DType::I32, {2}}},
                                   {ir::DType::F32, {}});
   cpu::CpuDevice dev;

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/Type.h"
 #include "plan/Plan.h"
 
 #include <string>
@@ -16,10 +17,9 @@
 
 namespace mpc::test {
 
-struct OperandType {
-  plan::DType dtype = plan::DType::F32;
-  std::vector<int64_t> shape;
-};
+/// An operand's or the result's type: the IR's tensor type (the IR and the
+/// plan share one DType, ops/DType.h), so op cases pass theirs as they are.
+using OperandType = ir::TensorType;
 
 inline plan::Plan singleKernelPlan(const std::string &op, const plan::AttrMap &attrs,
                                    const std::vector<OperandType> &operands,

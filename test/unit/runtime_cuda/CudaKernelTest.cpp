@@ -136,10 +136,6 @@ std::vector<const OpCase *> allCases() {
   return out;
 }
 
-test::OperandType operandOf(const TensorType &t) {
-  return {t.dtype == ir::DType::I32 ? plan::DType::I32 : plan::DType::F32, t.shape};
-}
-
 std::vector<uint8_t> bytesOf(const ir::RefTensor &t, plan::DType dtype) {
   std::vector<uint8_t> out(t.data.size() * 4);
   for (size_t i = 0; i < t.data.size(); ++i) {
@@ -217,11 +213,8 @@ struct PreparedCase {
 };
 
 PreparedCase prepare(const OpCase &c) {
-  std::vector<test::OperandType> ops;
-  for (const TensorType &t : c.operands) ops.push_back(operandOf(t));
   PreparedCase pc;
-  pc.plan = test::singleOpPlan(ir::opInfo(c.kind).name, fullAttrs(c), ops,
-                               operandOf(resultType(c)));
+  pc.plan = test::singleOpPlan(ir::opInfo(c.kind).name, fullAttrs(c), c.operands, resultType(c));
   pc.inputs = makeInputs(c);
   pc.refInputs = pc.inputs;
   pc.want = runReference(c, pc.refInputs);
