@@ -18,6 +18,7 @@
 
 #include "ir/Device.h"
 #include "ir/Init.h"
+#include "plan/OpSignatures.h"
 #include "plan/PlanFormat.h"
 #include "support/Error.h"
 
@@ -172,12 +173,7 @@ void fillOpTable(plan::Plan &plan) {
   for (const std::string &name : names) { // sorted, as the plan requires
     const ir::OpInfo *info = ir::lookupOp(name);
     MPC_ASSERT(info, "kernel names unknown op '" + name + "'");
-    plan::OpSignature s;
-    s.name = name;
-    s.minInputs = uint32_t(info->minArity);
-    s.maxInputs = uint32_t(info->maxArity());
-    for (const ir::AttrSpec &a : info->attrs) s.attrs.emplace_back(a.name, a.type);
-    plan.ops.push_back(std::move(s));
+    plan.ops.push_back(plan::signatureOf(*info));
   }
 }
 

@@ -1,57 +1,24 @@
-//===- ir/Type.h - tensor types: dtype and static shape ------------------===//
+//===- ir/Type.h - tensor types, as the IR names them -------------------===//
 //
-// Every value in the IR is a dense tensor with a static shape. A shape of
-// rank 0 is a scalar. Element counts are checked against overflow wherever a
-// shape is built from user input (see checkedNumElements).
+// Every value in the IR is a dense tensor with a static shape: the op
+// contract's TensorType (ops/Type.h), under the IR's names.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ops/DType.h"
-#include "support/StringUtil.h"
-
-#include <cstdint>
-#include <optional>
-#include <string>
-#include <vector>
+#include "ops/Type.h"
 
 namespace mpc::ir {
 
-/// The element types (ops/DType.h).
+using ops::broadcastShapes;
+using ops::checkedNumElements;
 using ops::DType;
 using ops::dtypeName;
+using ops::kMaxElements;
+using ops::normalizeAxis;
 using ops::parseDType;
-
-using Shape = std::vector<int64_t>;
-
-/// Largest element count mpc accepts for one tensor (2^40): far beyond any
-/// real model, small enough that byte sizes cannot overflow int64.
-constexpr int64_t kMaxElements = int64_t(1) << 40;
-
-/// Product of dims; nullopt when a dim is negative or the product exceeds
-/// kMaxElements.
-std::optional<int64_t> checkedNumElements(const Shape &shape);
-
-struct TensorType {
-  DType dtype = DType::F32;
-  Shape shape;
-
-  int64_t rank() const { return int64_t(shape.size()); }
-  /// Number of elements; the shape must already be checked.
-  int64_t numElements() const;
-  int64_t byteSize() const { return numElements() * 4; }
-  /// "f32[100,2]", "f32[]" for a scalar.
-  std::string str() const;
-  bool operator==(const TensorType &o) const = default;
-};
-
-/// "[2,3]" (support/StringUtil.h).
+using ops::Shape;
+using ops::TensorType;
 using mpc::shapeText;
-
-/// NumPy broadcasting of two shapes; nullopt when incompatible.
-std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b);
-
-/// Normalises an axis in [-rank, rank) to [0, rank); nullopt when out of range.
-std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 
 } // namespace mpc::ir

@@ -15,4 +15,13 @@ constexpr size_t kNumOps = 0
 #include "ops/OpList.def"
     ;
 
+/// The op's JSON and kernel name ("matmul").
+constexpr const char *opName(OpKind kind) {
+  constexpr const char *kNames[] = {
+#define MPC_OP(Kind, Name, Family) Name,
+#include "ops/OpList.def"
+  };
+  return kNames[size_t(kind)];
+}
+
 } // namespace mpc::ops

@@ -14,7 +14,7 @@
 // optimizer still updates once per step.
 //
 // Algorithm:
-//   1. Batch-axis analysis (ir/Batch.h). Every input is Batched (axis 0 is
+//   1. Batch-axis analysis (ops/Batch.h). Every input is Batched (axis 0 is
 //      the batch; all inputs have the same N, and M divides it); params and
 //      state are Unbatched. Each op's record says what its result is; a node
 //      that mixes rows of the batch is a user error naming it and why. A node
@@ -46,7 +46,7 @@
 
 namespace mpc::passes {
 
-using ir::BatchClass;
+using ops::BatchClass;
 using ir::Builder;
 using ir::Graph;
 using ir::Node;
@@ -133,9 +133,9 @@ private:
                         n->describe() + " cannot be split into micro-batches: the op does not " +
                             "declare how it treats the batch axis (operand '" + batched->name +
                             "' is batched)");
-      ir::BatchQuery q{classes, types, n->type, n->attrs, batch_, m_};
+      ops::BatchQuery q{classes, types, n->type, n->attrs, batch_, m_};
       try {
-        ir::BatchResult r = info.batch(q);
+        ops::BatchResult r = info.batch(q);
         cls_[n] = r.cls;
         combine_[n] = r.combine;
         if (!r.microAttrs.empty()) microAttrs_[n] = std::move(r.microAttrs);
@@ -241,7 +241,7 @@ private:
                          n->name + ".cat" + (piece ? std::to_string(piece) : ""));
         }
       }
-      if (cls_.at(n) == BatchClass::Reduced && combine_.at(n) == ir::BatchCombine::Mean)
+      if (cls_.at(n) == BatchClass::Reduced && combine_.at(n) == ops::BatchCombine::Mean)
         acc = b.scale(acc, 1.0 / double(m_));
       acc->jsonPath = n->jsonPath;
       full.push_back({n, acc, n->name});
@@ -262,7 +262,7 @@ private:
   int64_t batch_ = 0;
   std::vector<Node *> order_;
   std::map<const Node *, BatchClass> cls_;
-  std::map<const Node *, ir::BatchCombine> combine_;
+  std::map<const Node *, ops::BatchCombine> combine_;
   std::map<const Node *, ir::AttrMap> microAttrs_;
   std::map<int64_t, std::map<const Node *, Node *>> replicas_;
 };

@@ -1,11 +1,8 @@
-//===- ir/ops/Device.cpp - copy and stop_gradient ------------------------===//
+//===- ir/ops/Device.cpp - copy's and stop_gradient's rules --------------===//
 //
-// Identity ops with a meaning for the compiler. copy moves its operand to the
-// node's own device (insert-copies creates them; every cross-device edge goes
-// through one); its gradient is a copy back to the source device, so the
-// backward graph transfers gradients as explicitly as the forward graph
-// transfers activations. stop_gradient blocks gradient flow. Both accept any
-// dtype (integer labels travel between devices too).
+// The gradient rules of copy (a copy back to the operand's device) and
+// stop_gradient (no gradient), and their float64 reference kernel, the
+// identity. The schemas are in ops/Device.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ops/OpHelpers.h"
@@ -18,34 +15,18 @@ namespace {
 
 void identityRef(RefOps o, const AttrMap &, RefTensor &out) { out.data = o[0]->data; }
 
+std::vector<Node *> gradCopy(Builder &b, const Node &n, Node *dy) {
+  const std::string &src = n.inputs[0]->device;
+  return {b.copyTo(dy, src)};
+}
+
+std::vector<Node *> gradStopGradient(Builder &, const Node &, Node *) { return {nullptr}; }
+
 } // namespace
 
-void addDeviceOps(std::vector<OpInfo> &t) {
-  {
-    OpInfo r = makeOp(OpKind::Copy, "copy", "Device",
-                      "x transferred to the node's device (identity on values)", {"x"});
-    r.infer = [](TypeOps o, const AttrMap &) { return o[0]; };
-    r.grad = [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
-      const std::string &src = n.inputs[0]->device;
-      return {b.copyTo(dy, src)};
-    };
-    r.reference = identityRef;
-    r.flops = noFlops;
-    r.traits = kTransfer;
-    r.batch = rowwiseBatchRule;
-    t.push_back(std::move(r));
-  }
-  {
-    OpInfo r = makeOp(OpKind::StopGradient, "stop_gradient", "Device",
-                      "x, through which no gradient flows", {"x"});
-    r.infer = [](TypeOps o, const AttrMap &) { return o[0]; };
-    r.grad = [](Builder &, const Node &, Node *) -> std::vector<Node *> { return {nullptr}; };
-    r.reference = identityRef;
-    r.flops = noFlops;
-    r.traits = kStopsGradient;
-    r.batch = rowwiseBatchRule;
-    t.push_back(std::move(r));
-  }
+void addDeviceRules(RuleTable &t) {
+  t[size_t(OpKind::Copy)] = {gradCopy, identityRef};
+  t[size_t(OpKind::StopGradient)] = {gradStopGradient, identityRef};
 }
 
 } // namespace mpc::ir

@@ -1,15 +1,9 @@
-//===- ir/ops/Embedding.cpp - embedding and its scatter-add gradient -----===//
+//===- ir/ops/Embedding.cpp - embedding's rule and kernels ---------------===//
 //
-// embedding gathers rows of a table by i32 ids; its gradient (for the table
-// only) is embedding_grad, a scatter-add of the upstream rows into a zero
-// table, in the ids' row-major order so that repeated ids sum the same way on
-// every backend. Both check every id against [0, V): bad ids are bad data, a
-// user error naming the id's position.
-//
-// A family of its own rather than Shape: these are the only ops that index
-// with data, so they alone can fail at run time on values, and their kernels
-// (a gather and a deterministic scatter) share nothing with the strided
-// copies of the Shape family.
+// embedding's gradient rule (an embedding_grad for the table) and the float64
+// reference kernels of embedding and embedding_grad, which check every id
+// against [0, V) and name a bad one's position. The schemas are in
+// ops/Embedding.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ops/OpHelpers.h"
@@ -47,99 +41,37 @@ int64_t idAt(const RefTensor &ids, int64_t p, int64_t v) {
   return int64_t(id);
 }
 
-TensorType inferEmbedding(TypeOps ops, const AttrMap &) {
-  const TensorType &ids = ops[0], &table = ops[1];
-  requireDType(ids, DType::I32, "embedding", "ids");
-  requireDType(table, DType::F32, "embedding", "table");
-  if (table.rank() != 2)
-    throw RuleError("embedding operand 'table' must be f32[V,D], got " + table.str() +
-                    " (ids " + ids.str() + ")");
-  Shape out = ids.shape;
-  out.push_back(table.shape[1]);
-  requireValidShape(out, "embedding");
-  return {DType::F32, out};
+std::vector<Node *> gradEmbedding(Builder &b, const Node &n, Node *dy) {
+  int64_t v = n.inputs[1]->type.shape[0];
+  return {nullptr, b.create(OpKind::EmbeddingGrad, {n.inputs[0], dy}, {{"num_embeddings", v}})};
 }
 
-TensorType inferEmbeddingGrad(TypeOps ops, const AttrMap &attrs) {
-  const TensorType &ids = ops[0], &dy = ops[1];
-  requireDType(ids, DType::I32, "embedding_grad", "ids");
-  requireDType(dy, DType::F32, "embedding_grad", "dy");
-  if (dy.rank() != ids.rank() + 1 ||
-      !std::equal(ids.shape.begin(), ids.shape.end(), dy.shape.begin()))
-    throw RuleError("shape mismatch: " + pairStr(ids, dy) +
-                    " (expected dy of the ids' shape plus one axis, f32[...,D])");
-  int64_t v = getInt(attrs, "num_embeddings");
-  if (v < 0)
-    throw RuleError("embedding_grad num_embeddings must be >= 0, got " + std::to_string(v));
-  Shape out = {v, dy.shape.back()};
-  requireValidShape(out, "embedding_grad");
-  return {DType::F32, out};
+void refEmbedding(RefOps o, const AttrMap &, RefTensor &out) {
+  const RefTensor &ids = *o[0], &table = *o[1];
+  int64_t v = table.shape[0], d = table.shape[1];
+  for (int64_t p = 0; p < ids.numElements(); ++p) {
+    int64_t row = idAt(ids, p, v);
+    for (int64_t j = 0; j < d; ++j)
+      out.data[size_t(p * d + j)] = table.data[size_t(row * d + j)];
+  }
+}
+
+void refEmbeddingGrad(RefOps o, const AttrMap &a, RefTensor &out) {
+  const RefTensor &ids = *o[0], &dy = *o[1];
+  int64_t v = getInt(a, "num_embeddings"), d = dy.shape.back();
+  // Positions in row-major order, each row added in turn: a fixed order.
+  for (int64_t p = 0; p < ids.numElements(); ++p) {
+    int64_t row = idAt(ids, p, v);
+    for (int64_t j = 0; j < d; ++j)
+      out.data[size_t(row * d + j)] += dy.data[size_t(p * d + j)];
+  }
 }
 
 } // namespace
 
-void addEmbeddingOps(std::vector<OpInfo> &t) {
-  {
-    OpInfo r = makeOp(OpKind::Embedding, "embedding", "Embedding",
-                      "rows of table f32[V,D] picked by i32 ids of any shape: result[..., :] = "
-                      "table[ids[...], :], f32 of shape ids.shape + [D]",
-                      {"ids", "table"});
-    r.infer = inferEmbedding;
-    r.grad = [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
-      int64_t v = n.inputs[1]->type.shape[0];
-      return {nullptr,
-              b.create(OpKind::EmbeddingGrad, {n.inputs[0], dy}, {{"num_embeddings", v}})};
-    };
-    r.reference = [](RefOps o, const AttrMap &, RefTensor &out) {
-      const RefTensor &ids = *o[0], &table = *o[1];
-      int64_t v = table.shape[0], d = table.shape[1];
-      for (int64_t p = 0; p < ids.numElements(); ++p) {
-        int64_t row = idAt(ids, p, v);
-        for (int64_t j = 0; j < d; ++j)
-          out.data[size_t(p * d + j)] = table.data[size_t(row * d + j)];
-      }
-    };
-    r.flops = noFlops;
-    // Rows of the ids are rows of the result; the table must be shared.
-    r.batch = [](const BatchQuery &q) -> BatchResult {
-      if (q.classes[0] == BatchClass::Batched && q.operands[0].rank() == 0)
-        throw RuleError("operand 'ids' " + q.operands[0].str() + " has no batch axis");
-      if (q.classes[1] == BatchClass::Batched)
-        throw RuleError("operand 'table' " + q.operands[1].str() +
-                        " is batched, but its axis 0 indexes embeddings, not rows of the batch");
-      return {};
-    };
-    t.push_back(std::move(r));
-  }
-  {
-    OpInfo r = makeOp(OpKind::EmbeddingGrad, "embedding_grad", "Embedding",
-                      "the gradient of embedding's table: zeros f32[V,D] with each row dy[p, :] "
-                      "added to row ids[p], p in row-major order (not differentiable)",
-                      {"ids", "dy"});
-    r.attrs = {attr("num_embeddings", AttrType::Int, std::nullopt,
-                    "V, the rows of the table (of the result)")};
-    r.infer = inferEmbeddingGrad;
-    r.reference = [](RefOps o, const AttrMap &a, RefTensor &out) {
-      const RefTensor &ids = *o[0], &dy = *o[1];
-      int64_t v = getInt(a, "num_embeddings"), d = dy.shape.back();
-      // Positions in row-major order, each row added in turn: a fixed order.
-      for (int64_t p = 0; p < ids.numElements(); ++p) {
-        int64_t row = idAt(ids, p, v);
-        for (int64_t j = 0; j < d; ++j)
-          out.data[size_t(row * d + j)] += dy.data[size_t(p * d + j)];
-      }
-    };
-    r.flops = [](TypeOps o, const TensorType &, const AttrMap &) { return elems(o[1]); };
-    // A sum over every position of the ids, so over the batch.
-    r.batch = [](const BatchQuery &q) -> BatchResult {
-      for (size_t i = 0; i < 2; ++i)
-        if (q.classes[i] != BatchClass::Batched)
-          throw RuleError("operand " + std::to_string(i) + " " + q.operands[i].str() +
-                          " is not batched data, but embedding_grad sums over the batch");
-      return {BatchClass::Reduced, BatchCombine::Sum, {}};
-    };
-    t.push_back(std::move(r));
-  }
+void addEmbeddingRules(RuleTable &t) {
+  t[size_t(OpKind::Embedding)] = {gradEmbedding, refEmbedding};
+  t[size_t(OpKind::EmbeddingGrad)] = {nullptr, refEmbeddingGrad};
 }
 
 } // namespace mpc::ir

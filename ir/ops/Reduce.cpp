@@ -1,33 +1,20 @@
-//===- ir/ops/Reduce.cpp - sum, mean and their adjoint broadcast_to ------===//
+//===- ir/ops/Reduce.cpp - sum's, mean's and broadcast_to's rules --------===//
 //
-// sum and mean reduce over a set of axes (none listed: all axes), optionally
-// keeping the reduced axes as size 1. broadcast_to is their adjoint: the
-// gradient of a reduction broadcasts, the gradient of a broadcast reduces.
+// The gradient rules of sum and mean, which broadcast the gradient back,
+// and of their adjoint broadcast_to, which reduces it, and the float64
+// reference kernels; the reduced axes are read as the shape rules read them
+// (ops/Reduce.h). The schemas are in ops/Reduce.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ops/OpHelpers.h"
-
-#include <algorithm>
+#include "ops/Reduce.h"
 
 namespace mpc::ir {
 
 using namespace ophelpers;
+using ops::reducedAxes;
 
 namespace {
-
-/// For each axis of `t`: whether it is reduced. Checks range and uniqueness.
-std::vector<bool> reducedAxes(const char *op, const TensorType &t, const AttrMap &attrs) {
-  const std::vector<int64_t> &axes = getInts(attrs, "axes");
-  std::vector<bool> reduced(size_t(t.rank()), axes.empty());
-  for (int64_t a : axes) {
-    int64_t n = axisOf(a, t, op);
-    if (reduced[size_t(n)])
-      throw RuleError(std::string(op) + " axis " + std::to_string(a) +
-                      " repeated for " + t.str());
-    reduced[size_t(n)] = true;
-  }
-  return reduced;
-}
 
 /// The shape with the reduced axes set to 1.
 Shape keepdimsShape(const Shape &s, const std::vector<bool> &reduced) {
@@ -35,17 +22,6 @@ Shape keepdimsShape(const Shape &s, const std::vector<bool> &reduced) {
   for (size_t i = 0; i < k.size(); ++i)
     if (reduced[i]) k[i] = 1;
   return k;
-}
-
-TensorType inferReduce(const char *op, TypeOps ops, const AttrMap &attrs) {
-  requireDType(ops[0], DType::F32, op, "x");
-  std::vector<bool> reduced = reducedAxes(op, ops[0], attrs);
-  Shape out;
-  for (size_t i = 0; i < reduced.size(); ++i) {
-    if (!reduced[i]) out.push_back(ops[0].shape[i]);
-    else if (getBool(attrs, "keepdims")) out.push_back(1);
-  }
-  return {DType::F32, out};
 }
 
 /// Sums x into out (whose element count equals the keepdims shape's).
@@ -74,101 +50,50 @@ Node *broadcastBack(Builder &b, const Node &n, Node *dy, const char *op) {
   return g->type.shape == x->type.shape ? g : b.broadcastTo(g, x->type.shape);
 }
 
-/// Reducing over axis 0 reduces over the batch: the full-batch sum is the sum
-/// of the micro-batch sums, the full-batch mean the mean of the micro-batch
-/// means (micro-batches are equal).
-BatchResult batchReduce(const BatchQuery &q, const char *op, BatchCombine combine) {
-  std::vector<bool> reduced = reducedAxes(op, q.operands[0], q.attrs);
-  if (reduced.empty() || !reduced[0]) return {};
-  return {BatchClass::Reduced, combine, {}};
+std::vector<Node *> gradSum(Builder &b, const Node &n, Node *dy) {
+  return {broadcastBack(b, n, dy, "sum")};
 }
 
-std::vector<AttrSpec> reduceAttrs() {
-  return {attr("axes", AttrType::Ints, std::vector<int64_t>{},
-               "axes to reduce, negative counting from the end; [] reduces all axes"),
-          attr("keepdims", AttrType::Bool, false, "keep reduced axes as size 1")};
+void refSum(RefOps o, const AttrMap &a, RefTensor &out) {
+  TensorType xt{DType::F32, o[0]->shape};
+  sumInto(*o[0], reducedAxes("sum", xt, a), out);
 }
 
-TensorType inferBroadcastTo(TypeOps ops, const AttrMap &attrs) {
-  const TensorType &x = ops[0];
-  requireDType(x, DType::F32, "broadcast_to", "x");
-  const Shape &target = getInts(attrs, "shape");
-  requireValidShape(target, "broadcast_to");
-  TensorType result{DType::F32, target};
-  bool ok = x.shape.size() <= target.size();
-  for (size_t i = 0; ok && i < x.shape.size(); ++i) {
-    int64_t d = x.shape[i], t = target[target.size() - x.shape.size() + i];
-    ok = d == t || d == 1;
-  }
-  if (!ok) throw RuleError("cannot broadcast " + x.str() + " to " + result.str());
-  return result;
+std::vector<Node *> gradMean(Builder &b, const Node &n, Node *dy) {
+  const Node *x = n.inputs[0];
+  int64_t count = reducedCount(x->type.shape, reducedAxes("mean", x->type, n.attrs));
+  Node *g = broadcastBack(b, n, dy, "mean");
+  return {b.scale(g, count > 0 ? 1.0 / double(count) : 0.0)};
+}
+
+void refMean(RefOps o, const AttrMap &a, RefTensor &out) {
+  TensorType xt{DType::F32, o[0]->shape};
+  std::vector<bool> reduced = reducedAxes("mean", xt, a);
+  sumInto(*o[0], reduced, out);
+  double count = double(reducedCount(o[0]->shape, reduced));
+  for (double &v : out.data) v /= count;
+}
+
+std::vector<Node *> gradBroadcastTo(Builder &b, const Node &n, Node *dy) {
+  return {b.reduceToShape(dy, n.inputs[0]->type.shape)};
+}
+
+void refBroadcastTo(RefOps o, const AttrMap &, RefTensor &out) {
+  const RefTensor &x = *o[0];
+  if (out.data.empty()) return;
+  std::vector<int64_t> idx(out.shape.size(), 0);
+  size_t flat = 0;
+  do {
+    out.data[flat++] = x.data[size_t(broadcastIndex(idx, x.shape))];
+  } while (nextIndex(idx, out.shape));
 }
 
 } // namespace
 
-void addReduceOps(std::vector<OpInfo> &t) {
-  {
-    OpInfo r = makeOp(OpKind::Sum, "sum", "Reduce", "sum of x over axes", {"x"});
-    r.attrs = reduceAttrs();
-    r.infer = [](TypeOps o, const AttrMap &a) { return inferReduce("sum", o, a); };
-    r.grad = [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
-      return {broadcastBack(b, n, dy, "sum")};
-    };
-    r.reference = [](RefOps o, const AttrMap &a, RefTensor &out) {
-      TensorType xt{DType::F32, o[0]->shape};
-      sumInto(*o[0], reducedAxes("sum", xt, a), out);
-    };
-    r.flops = flopsPerInput<1>;
-    r.batch = [](const BatchQuery &q) { return batchReduce(q, "sum", BatchCombine::Sum); };
-    t.push_back(std::move(r));
-  }
-  {
-    OpInfo r = makeOp(OpKind::Mean, "mean", "Reduce", "mean of x over axes", {"x"});
-    r.attrs = reduceAttrs();
-    r.infer = [](TypeOps o, const AttrMap &a) { return inferReduce("mean", o, a); };
-    r.grad = [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
-      const Node *x = n.inputs[0];
-      int64_t count = reducedCount(x->type.shape, reducedAxes("mean", x->type, n.attrs));
-      Node *g = broadcastBack(b, n, dy, "mean");
-      return {b.scale(g, count > 0 ? 1.0 / double(count) : 0.0)};
-    };
-    r.reference = [](RefOps o, const AttrMap &a, RefTensor &out) {
-      TensorType xt{DType::F32, o[0]->shape};
-      std::vector<bool> reduced = reducedAxes("mean", xt, a);
-      sumInto(*o[0], reduced, out);
-      double count = double(reducedCount(o[0]->shape, reduced));
-      for (double &v : out.data) v /= count;
-    };
-    r.flops = flopsPerInput<1>;
-    r.batch = [](const BatchQuery &q) { return batchReduce(q, "mean", BatchCombine::Mean); };
-    t.push_back(std::move(r));
-  }
-  {
-    OpInfo r = makeOp(OpKind::BroadcastTo, "broadcast_to", "Reduce",
-                      "x broadcast NumPy style to shape", {"x"});
-    r.attrs = {attr("shape", AttrType::Ints, std::nullopt, "the result shape")};
-    r.infer = inferBroadcastTo;
-    r.batch = [](const BatchQuery &q) {
-      BatchResult res = rowwiseBatchRule(q);
-      res.microAttrs = q.attrs;
-      res.microAttrs["shape"] = microShape(getInts(q.attrs, "shape"), q);
-      return res;
-    };
-    r.grad = [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
-      return {b.reduceToShape(dy, n.inputs[0]->type.shape)};
-    };
-    r.reference = [](RefOps o, const AttrMap &, RefTensor &out) {
-      const RefTensor &x = *o[0];
-      if (out.data.empty()) return;
-      std::vector<int64_t> idx(out.shape.size(), 0);
-      size_t flat = 0;
-      do {
-        out.data[flat++] = x.data[size_t(broadcastIndex(idx, x.shape))];
-      } while (nextIndex(idx, out.shape));
-    };
-    r.flops = noFlops;
-    t.push_back(std::move(r));
-  }
+void addReduceRules(RuleTable &t) {
+  t[size_t(OpKind::Sum)] = {gradSum, refSum};
+  t[size_t(OpKind::Mean)] = {gradMean, refMean};
+  t[size_t(OpKind::BroadcastTo)] = {gradBroadcastTo, refBroadcastTo};
 }
 
 } // namespace mpc::ir

@@ -1,10 +1,9 @@
-//===- ir/ops/Softmax.cpp - softmax, log_softmax and softmax_grad --------===//
+//===- ir/ops/Softmax.cpp - the Softmax ops' gradient rules and kernels --===//
 //
-// Normalisations along one axis, computed stably (the maximum along the axis
-// is subtracted before exponentiating). softmax_grad is softmax's backward
-// op, y * (dy - sum(dy * y, axis)); it is not differentiable itself.
-// causal_mask, the attention mask that feeds softmax, sets the entries above
-// the diagonal of the last two axes to a constant (-1e9: exp underflows to 0).
+// The gradient rules of softmax (its backward op softmax_grad), log_softmax
+// and causal_mask, and the float64 reference kernels of all the Softmax ops,
+// which normalise each lane along the axis stably. The schemas are in
+// ops/Softmax.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ops/OpHelpers.h"
@@ -16,14 +15,6 @@ namespace mpc::ir {
 using namespace ophelpers;
 
 namespace {
-
-TensorType inferSoftmax(const char *op, TypeOps ops, const AttrMap &attrs) {
-  requireDType(ops[0], DType::F32, op, "x");
-  if (ops[0].rank() == 0) throw RuleError(std::string(op) + " needs rank >= 1, got " +
-                                          ops[0].str());
-  axisOf(getInt(attrs, "axis"), ops[0], op);
-  return ops[0];
-}
 
 /// Applies f(values along the axis, out along the axis) for every lane; both
 /// are accessed as ptr[j * inner].
@@ -52,25 +43,6 @@ void softmaxRef(const RefTensor &x, const AttrMap &attrs, RefTensor &out, bool l
   });
 }
 
-std::vector<AttrSpec> axisAttr() {
-  return {attr("axis", AttrType::Int, int64_t(-1), "the axis to normalise, negative from the end")};
-}
-
-/// Normalising along any axis but the batch axis keeps rows independent.
-BatchResult batchAlongAxis(const BatchQuery &q) {
-  BatchResult res = rowwiseBatchRule(q);
-  if (normalizeAxis(getInt(q.attrs, "axis"), q.operands[0].rank()) == 0)
-    throw RuleError("it normalises along axis 0, the batch axis");
-  return res;
-}
-
-TensorType inferCausalMask(TypeOps ops, const AttrMap &) {
-  requireDType(ops[0], DType::F32, "causal_mask", "x");
-  if (ops[0].rank() < 2)
-    throw RuleError("causal_mask needs x of rank >= 2 (rows and columns), got " + ops[0].str());
-  return ops[0];
-}
-
 /// out = x, with out[..., i, j] = value where j > i.
 void causalMaskRef(const RefTensor &x, double value, RefTensor &out) {
   const size_t r = x.shape.size();
@@ -86,93 +58,46 @@ void causalMaskRef(const RefTensor &x, double value, RefTensor &out) {
       }
 }
 
+std::vector<Node *> gradSoftmax(Builder &b, const Node &n, Node *dy) {
+  return {b.create(OpKind::SoftmaxGrad, {self(n), dy}, {{"axis", getInt(n.attrs, "axis")}})};
+}
+
+void refSoftmax(RefOps o, const AttrMap &a, RefTensor &out) { softmaxRef(*o[0], a, out, false); }
+
+std::vector<Node *> gradLogSoftmax(Builder &b, const Node &n, Node *dy) {
+  // dx = dy - softmax(x) * sum(dy, axis), with softmax(x) = exp(y).
+  Node *s = b.sum(dy, {getInt(n.attrs, "axis")}, /*keepdims=*/true);
+  return {b.sub(dy, b.mul(b.exp(self(n)), s))};
+}
+
+void refLogSoftmax(RefOps o, const AttrMap &a, RefTensor &out) { softmaxRef(*o[0], a, out, true); }
+
+std::vector<Node *> gradCausalMask(Builder &b, const Node &, Node *dy) {
+  // dy where kept, 0 where masked.
+  return {b.create(OpKind::CausalMask, {dy}, {{"value", 0.0}})};
+}
+
+void refCausalMask(RefOps o, const AttrMap &a, RefTensor &out) {
+  causalMaskRef(*o[0], getFloat(a, "value"), out);
+}
+
+void refSoftmaxGrad(RefOps o, const AttrMap &a, RefTensor &out) {
+  const RefTensor &y = *o[0], &dy = *o[1];
+  forEachLane(y, a, [&](size_t base, int64_t n, int64_t stride) {
+    auto at = [&](int64_t j) { return base + size_t(j * stride); };
+    double dot = 0;
+    for (int64_t j = 0; j < n; ++j) dot += dy.data[at(j)] * y.data[at(j)];
+    for (int64_t j = 0; j < n; ++j) out.data[at(j)] = y.data[at(j)] * (dy.data[at(j)] - dot);
+  });
+}
+
 } // namespace
 
-void addSoftmaxOps(std::vector<OpInfo> &t) {
-  {
-    OpInfo r = makeOp(OpKind::Softmax, "softmax", "Softmax",
-                      "exp(x) / sum(exp(x)) along axis, computed stably", {"x"});
-    r.attrs = axisAttr();
-    r.infer = [](TypeOps o, const AttrMap &a) { return inferSoftmax("softmax", o, a); };
-    r.grad = [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
-      return {b.create(OpKind::SoftmaxGrad, {self(n), dy}, {{"axis", getInt(n.attrs, "axis")}})};
-    };
-    r.reference = [](RefOps o, const AttrMap &a, RefTensor &out) {
-      softmaxRef(*o[0], a, out, false);
-    };
-    r.flops = flopsPerInput<5>;
-    r.batch = batchAlongAxis;
-    t.push_back(std::move(r));
-  }
-  {
-    OpInfo r = makeOp(OpKind::LogSoftmax, "log_softmax", "Softmax",
-                      "x - log(sum(exp(x))) along axis, computed stably", {"x"});
-    r.attrs = axisAttr();
-    r.infer = [](TypeOps o, const AttrMap &a) { return inferSoftmax("log_softmax", o, a); };
-    r.grad = [](Builder &b, const Node &n, Node *dy) -> std::vector<Node *> {
-      // dx = dy - softmax(x) * sum(dy, axis), with softmax(x) = exp(y).
-      Node *s = b.sum(dy, {getInt(n.attrs, "axis")}, /*keepdims=*/true);
-      return {b.sub(dy, b.mul(b.exp(self(n)), s))};
-    };
-    r.reference = [](RefOps o, const AttrMap &a, RefTensor &out) {
-      softmaxRef(*o[0], a, out, true);
-    };
-    r.flops = flopsPerInput<5>;
-    r.batch = batchAlongAxis;
-    t.push_back(std::move(r));
-  }
-  {
-    OpInfo r = makeOp(OpKind::CausalMask, "causal_mask", "Softmax",
-                      "x with x[..., i, j] = value where j > i (above the diagonal of the last "
-                      "two axes: row i, column j)",
-                      {"x"});
-    r.attrs = {attr("value", AttrType::Float, -1e9, "the value of the masked entries")};
-    r.infer = inferCausalMask;
-    r.grad = [](Builder &b, const Node &, Node *dy) -> std::vector<Node *> {
-      // dy where kept, 0 where masked.
-      return {b.create(OpKind::CausalMask, {dy}, {{"value", 0.0}})};
-    };
-    r.reference = [](RefOps o, const AttrMap &a, RefTensor &out) {
-      causalMaskRef(*o[0], getFloat(a, "value"), out);
-    };
-    r.flops = noFlops;
-    // Both backends copy the kept entries only when the result is another
-    // buffer, so the result may take over x's.
-    r.inPlaceOperands = {0};
-    // The mask depends on the row index of axis -2: axis 0 must be another one.
-    r.batch = [](const BatchQuery &q) {
-      if (q.operands[0].rank() < 3)
-        throw RuleError("its rows (axis -2) are axis 0, the batch axis, and the mask depends "
-                        "on the row index");
-      return rowwiseBatchRule(q);
-    };
-    t.push_back(std::move(r));
-  }
-  {
-    OpInfo r = makeOp(OpKind::SoftmaxGrad, "softmax_grad", "Softmax",
-                      "y * (dy - sum(dy * y, axis)): the gradient of softmax given its "
-                      "result y (not differentiable)",
-                      {"y", "dy"});
-    r.attrs = axisAttr();
-    r.infer = [](TypeOps o, const AttrMap &a) {
-      requireDType(o[1], DType::F32, "softmax_grad", "dy");
-      TensorType y = inferSoftmax("softmax_grad", o.subspan(0, 1), a);
-      requireSameType(o[0], o[1]);
-      return y;
-    };
-    r.reference = [](RefOps o, const AttrMap &a, RefTensor &out) {
-      const RefTensor &y = *o[0], &dy = *o[1];
-      forEachLane(y, a, [&](size_t base, int64_t n, int64_t stride) {
-        auto at = [&](int64_t j) { return base + size_t(j * stride); };
-        double dot = 0;
-        for (int64_t j = 0; j < n; ++j) dot += dy.data[at(j)] * y.data[at(j)];
-        for (int64_t j = 0; j < n; ++j) out.data[at(j)] = y.data[at(j)] * (dy.data[at(j)] - dot);
-      });
-    };
-    r.flops = flopsPerInput<4>;
-    r.batch = batchAlongAxis;
-    t.push_back(std::move(r));
-  }
+void addSoftmaxRules(RuleTable &t) {
+  t[size_t(OpKind::Softmax)] = {gradSoftmax, refSoftmax};
+  t[size_t(OpKind::LogSoftmax)] = {gradLogSoftmax, refLogSoftmax};
+  t[size_t(OpKind::CausalMask)] = {gradCausalMask, refCausalMask};
+  t[size_t(OpKind::SoftmaxGrad)] = {nullptr, refSoftmaxGrad};
 }
 
 } // namespace mpc::ir

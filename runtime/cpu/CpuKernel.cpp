@@ -1,13 +1,10 @@
 //===- runtime/cpu/CpuKernel.cpp - CPU kernel table and shared helpers --===//
 //
 // Builds the CPU kernel registry from the op list, once, on first use (no
-// static constructors), and holds the operand checks the family files share.
+// static constructors), and gives the family files their operands' types.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/CpuKernel.h"
-
-#include "plan/PlanIO.h"
-#include "support/Error.h"
 
 namespace mpc::runtime::cpu {
 
@@ -21,16 +18,11 @@ const CpuKernelRegistry &cpuKernels() {
   return registry;
 }
 
-static std::string typeStr(const TensorArg &t) { return plan::typeText(t.dtype, t.shape); }
-
-void requireDType(const TensorArg &t, plan::DType dt, const std::string &what) {
-  if (t.dtype != dt)
-    throw RuleError(what + " must be " + plan::dtypeName(dt) + ", got " + typeStr(t));
-}
-
-void requireSameShape(const TensorArg &a, const TensorArg &b, const std::string &what) {
-  if (a.shape != b.shape)
-    throw RuleError(what + ": shape mismatch: " + typeStr(a) + " x " + typeStr(b));
+std::vector<ops::TensorType> operandTypes(const KernelInstance &k) {
+  std::vector<ops::TensorType> types;
+  types.reserve(k.in.size());
+  for (const TensorArg &t : k.in) types.push_back({t.dtype, t.shape});
+  return types;
 }
 
 } // namespace mpc::runtime::cpu

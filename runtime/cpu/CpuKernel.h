@@ -1,10 +1,13 @@
 //===- runtime/cpu/CpuKernel.h - the CPU kernel interface ---------------===//
 //
 // A CPU kernel is two functions: `prepare` runs once when a plan is loaded
-// (checks operand dtypes and shapes against what the op needs, reads the
-// attributes, precomputes strides and sizes into the instance), `run` runs
-// every step with nothing left to look up. Buffer addresses are fixed at
-// load, so an instance holds raw pointers into its device's arena.
+// (reads the attributes, precomputes strides and sizes into the instance),
+// `run` runs every step with nothing left to look up. Buffer addresses are
+// fixed at load, so an instance holds raw pointers into its device's arena.
+// The plan verifier has already proven the instruction against its op's
+// schema (operand count, attributes, and buffer types that the op's shape
+// rule gives: plan/OpSignatures.h), so `prepare` checks only what the
+// verifier cannot know, such as a BLAS size limit.
 //
 // Kernels are plain loops in a fixed order (matmul is cblas_sgemm with one
 // BLAS thread), so results do not depend on timing. Each op's kernel lives in
@@ -14,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ops/Type.h"
 #include "plan/Attrs.h"
 #include "plan/Plan.h"
 #include "plan/PlanIO.h"
@@ -39,20 +43,15 @@ struct TensorArg {
 };
 
 struct KernelInstance;
-/// Checks and precomputes; throws RuleError with a message naming the
-/// mismatch ("operand 1 must be i32, got f32").
+/// Precomputes; throws RuleError for what only the backend knows (a size
+/// beyond BLAS's int range).
 using PrepareFn = void (*)(KernelInstance &k);
 /// Executes; may throw RuleError on bad data (a label out of range).
 using RunFn = void (*)(const KernelInstance &k);
 
-/// maxInputs of a variadic op (concat).
-constexpr int kAnyInputs = 1 << 30;
-
 struct CpuKernel {
-  PrepareFn prepare = nullptr; ///< may be null: nothing to check
+  PrepareFn prepare = nullptr; ///< may be null: nothing to precompute
   RunFn run = nullptr;
-  int minInputs = 1;
-  int maxInputs = 1;
 };
 
 /// One resolved kernel instruction.
@@ -112,8 +111,7 @@ using runtime::broadcastStrides;
 using runtime::contiguousStrides;
 using runtime::unravelIndex;
 
-// Operand checks shared by the family files (throw RuleError).
-void requireDType(const TensorArg &t, plan::DType dt, const std::string &what);
-void requireSameShape(const TensorArg &a, const TensorArg &b, const std::string &what);
+/// The operands' types, for the op contract's geometry (ops/Window.h).
+std::vector<ops::TensorType> operandTypes(const KernelInstance &k);
 
 } // namespace mpc::runtime::cpu

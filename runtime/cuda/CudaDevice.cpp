@@ -41,7 +41,7 @@ std::string badIndexMessage(const plan::Instr &in, const std::vector<plan::Buffe
   std::string at = saturated ? " or later" : "";
   if (in.op.rfind("softmax_cross_entropy", 0) == 0)
     return "label " + v + " " + range + " at row " + std::to_string(position) + at;
-  if (in.op.rfind("embedding", 0) == 0 && !in.inputs.empty() && in.inputs[0] < bufs.size()) {
+  if (in.op.rfind("embedding", 0) == 0) {
     const plan::Buffer &ids = bufs[in.inputs[0]];
     std::string where = saturated ? " at flat position " + std::to_string(position) + at
                                   : " at ids" + plan::shapeText(unravelIndex(position, ids.shape));

@@ -13,7 +13,7 @@
 // depends on the shapes only and results are reproducible.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/Windows.h"
+#include "ops/Window.h"
 #include "runtime/cpu/CpuKernel.h"
 
 #include "support/Error.h"
@@ -23,26 +23,24 @@
 
 namespace mpc::runtime::cpu {
 
+using ops::ConvGeom;
+
 namespace {
 
 /// The geometry stored in k.ints by prepareDims.
-ConvDims dimsOf(const KernelInstance &k) {
+ConvGeom dimsOf(const KernelInstance &k) {
   const std::vector<int64_t> &v = k.ints;
-  ConvDims d;
+  ConvGeom d;
   d.n = v[0], d.c = v[1], d.h = v[2], d.w = v[3], d.o = v[4], d.kh = v[5], d.kw = v[6];
   d.oh = v[7], d.ow = v[8], d.sh = v[9], d.sw = v[10], d.ph = v[11], d.pw = v[12];
   d.dh = v[13], d.dw = v[14], d.groups = v[15];
   return d;
 }
 
-/// Checks dtypes, reads the geometry into k.ints and asks for the columns of
-/// one image (all groups) as scratch.
-void prepareDims(KernelInstance &k, const std::vector<int64_t> &x, const std::vector<int64_t> &w,
-                 const std::vector<int64_t> &y) {
-  for (size_t i = 0; i < k.in.size(); ++i)
-    requireDType(k.in[i], plan::DType::F32, "operand " + std::to_string(i));
-  requireDType(k.out, plan::DType::F32, "the result");
-  ConvDims d = convDims(k.attrMap(), x, w, y);
+/// Reads the geometry of the instruction (op `kind`) into k.ints and asks
+/// for the columns of one image (all groups) as scratch.
+void prepareDims(KernelInstance &k, ops::OpKind kind) {
+  ConvGeom d = ops::convGeom(kind, operandTypes(k), k.attrMap());
   const int64_t kMax = int64_t(1) << 31;
   if (d.kk() * d.groups >= kMax || d.ohw() >= kMax || d.o >= kMax)
     throw RuleError("conv2d dimensions too large for BLAS");
@@ -52,7 +50,7 @@ void prepareDims(KernelInstance &k, const std::vector<int64_t> &x, const std::ve
 }
 
 /// cols [C*KH*KW, OH*OW] of one image x [C, H, W].
-void im2col(const ConvDims &d, const float *x, float *cols) {
+void im2col(const ConvGeom &d, const float *x, float *cols) {
   for (int64_t c = 0; c < d.c; ++c)
     for (int64_t ky = 0; ky < d.kh; ++ky)
       for (int64_t kx = 0; kx < d.kw; ++kx) {
@@ -75,7 +73,7 @@ void im2col(const ConvDims &d, const float *x, float *cols) {
 
 /// dx [C, H, W] = the sum of each column entry onto the element it reads
 /// (im2col's adjoint), entries taken in im2col's order.
-void col2im(const ConvDims &d, const float *cols, float *dx) {
+void col2im(const ConvGeom &d, const float *cols, float *dx) {
   std::memset(dx, 0, size_t(d.c * d.h * d.w) * sizeof(float));
   for (int64_t c = 0; c < d.c; ++c)
     for (int64_t ky = 0; ky < d.kh; ++ky)
@@ -102,15 +100,10 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t kk, const float *a, in
 }
 
 // conv2d(x, w[, b]) -> y
-void prepareConv2d(KernelInstance &k) {
-  prepareDims(k, k.in[0].shape, k.in[1].shape, k.out.shape);
-  if (k.in.size() == 3 && k.in[2].shape != std::vector<int64_t>{k.in[1].shape[0]})
-    throw RuleError("operand 'b' must be f32[" + std::to_string(k.in[1].shape[0]) + "], got " +
-                    plan::shapeText(k.in[2].shape));
-}
+void prepareConv2d(KernelInstance &k) { prepareDims(k, ops::OpKind::Conv2d); }
 
 void runConv2d(const KernelInstance &k) {
-  const ConvDims d = dimsOf(k);
+  const ConvGeom d = dimsOf(k);
   float *cols = k.floats;
   const float *w = k.in[1].f();
   for (int64_t n = 0; n < d.n; ++n) {
@@ -129,12 +122,10 @@ void runConv2d(const KernelInstance &k) {
 }
 
 // conv2d_grad_input(dy, w) -> dx
-void prepareGradInput(KernelInstance &k) {
-  prepareDims(k, k.out.shape, k.in[1].shape, k.in[0].shape);
-}
+void prepareGradInput(KernelInstance &k) { prepareDims(k, ops::OpKind::Conv2dGradInput); }
 
 void runGradInput(const KernelInstance &k) {
-  const ConvDims d = dimsOf(k);
+  const ConvGeom d = dimsOf(k);
   float *cols = k.floats;
   const float *w = k.in[1].f();
   for (int64_t n = 0; n < d.n; ++n) {
@@ -147,12 +138,10 @@ void runGradInput(const KernelInstance &k) {
 }
 
 // conv2d_grad_weight(x, dy) -> dw
-void prepareGradWeight(KernelInstance &k) {
-  prepareDims(k, k.in[0].shape, k.out.shape, k.in[1].shape);
-}
+void prepareGradWeight(KernelInstance &k) { prepareDims(k, ops::OpKind::Conv2dGradWeight); }
 
 void runGradWeight(const KernelInstance &k) {
-  const ConvDims d = dimsOf(k);
+  const ConvGeom d = dimsOf(k);
   float *cols = k.floats;
   if (d.n == 0) std::memset(k.out.data, 0, size_t(k.out.numel) * sizeof(float));
   for (int64_t n = 0; n < d.n; ++n) {
@@ -168,9 +157,9 @@ void runGradWeight(const KernelInstance &k) {
 } // namespace
 
 namespace kernels::Conv {
-const CpuKernel Conv2d{prepareConv2d, runConv2d, 2, 3};
-const CpuKernel Conv2dGradInput{prepareGradInput, runGradInput, 2, 2};
-const CpuKernel Conv2dGradWeight{prepareGradWeight, runGradWeight, 2, 2};
+const CpuKernel Conv2d{prepareConv2d, runConv2d};
+const CpuKernel Conv2dGradInput{prepareGradInput, runGradInput};
+const CpuKernel Conv2dGradWeight{prepareGradWeight, runGradWeight};
 } // namespace kernels::Conv
 
 } // namespace mpc::runtime::cpu

@@ -13,8 +13,6 @@
 #include "runtime/cpu/kernels/Loops.h"
 #include "runtime/cpu/kernels/VectorMath.h"
 
-#include "support/Error.h"
-
 #include <algorithm>
 #include <cmath>
 
@@ -33,9 +31,6 @@ bool isTrailingOf(const std::vector<int64_t> &shape, const std::vector<int64_t> 
 }
 
 void prepareBinary(KernelInstance &k) {
-  requireDType(k.in[0], plan::DType::F32, "operand 'a'");
-  requireDType(k.in[1], plan::DType::F32, "operand 'b'");
-  requireDType(k.out, plan::DType::F32, "the result");
   k.strides = {broadcastStrides(k.in[0].shape, k.out.shape),
                broadcastStrides(k.in[1].shape, k.out.shape)};
   k.ints = {kGeneral, 0};
@@ -93,12 +88,6 @@ struct SubF { float operator()(float a, float b) const { return a - b; } };
 struct MulF { float operator()(float a, float b) const { return a * b; } };
 struct DivF { float operator()(float a, float b) const { return a / b; } };
 
-void prepareUnary(KernelInstance &k) {
-  requireDType(k.in[0], plan::DType::F32, "operand 'x'");
-  requireDType(k.out, plan::DType::F32, "the result");
-  requireSameShape(k.in[0], k.out, "operand and result");
-}
-
 template <class F> void runUnary(const KernelInstance &k) {
   F f;
   const float *x = k.in[0].f();
@@ -118,14 +107,11 @@ template <void (*Loop)(const float *, const float *, float *, int64_t)>
 void runVector2(const KernelInstance &k) {
   Loop(k.in[0].f(), k.in[1].f(), k.out.f(), k.out.numel);
 }
-// gelu's `approximate`: ints[0] = 0 for "none" (erf), 1 for "tanh" (GPT-2's
+// gelu's and gelu_grad's `approximate` (the verifier proved it is "none" or
+// "tanh"): ints[0] = 0 for "none" (erf), 1 for "tanh" (GPT-2's
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))).
-void readGeluForm(KernelInstance &k) {
-  std::string form = attrString(k.attrMap(), "approximate");
-  if (form != "none" && form != "tanh")
-    throw RuleError("attribute 'approximate' must be \"none\" or \"tanh\", got \"" + form +
-                    "\"");
-  k.ints = {form == "tanh" ? 1 : 0};
+void prepareGelu(KernelInstance &k) {
+  k.ints = {attrString(k.attrMap(), "approximate") == "tanh" ? 1 : 0};
 }
 
 constexpr float kSqrt2OverPi = 0.79788456080286535588f;
@@ -149,11 +135,6 @@ void geluTanhBlocks(const float *x, int64_t n, Combine combine) {
   }
 }
 
-void prepareGelu(KernelInstance &k) {
-  prepareUnary(k);
-  readGeluForm(k);
-}
-
 void runGelu(const KernelInstance &k) {
   if (k.ints[0] == 0) return vmath::geluLoop(k.in[0].f(), k.out.f(), k.out.numel);
   float *o = k.out.f();
@@ -162,7 +143,6 @@ void runGelu(const KernelInstance &k) {
 }
 
 void prepareScale(KernelInstance &k) {
-  prepareUnary(k);
   k.scalar = attrFloat(k.attrMap(), "value");
 }
 
@@ -173,22 +153,10 @@ void runScale(const KernelInstance &k) {
   for (int64_t i = 0; i < k.out.numel; ++i) o[i] = v * x[i];
 }
 
-void prepareBackward(KernelInstance &k) {
-  requireDType(k.in[0], plan::DType::F32, "operand 'x'");
-  requireDType(k.in[1], plan::DType::F32, "operand 'dy'");
-  requireSameShape(k.in[0], k.in[1], "operands 'x' and 'dy'");
-  requireSameShape(k.in[0], k.out, "operand and result");
-}
-
 void runReluGrad(const KernelInstance &k) {
   const float *x = k.in[0].f(), *dy = k.in[1].f();
   float *o = k.out.f();
   for (int64_t i = 0; i < k.out.numel; ++i) o[i] = x[i] > 0 ? dy[i] : 0.0f;
-}
-
-void prepareGeluGrad(KernelInstance &k) {
-  prepareBackward(k);
-  readGeluForm(k);
 }
 
 void runGeluGrad(const KernelInstance &k) {
@@ -208,22 +176,22 @@ void runGeluGrad(const KernelInstance &k) {
 } // namespace
 
 namespace kernels::Elementwise {
-const CpuKernel Add{prepareBinary, runBinary<AddF>, 2, 2};
-const CpuKernel Sub{prepareBinary, runBinary<SubF>, 2, 2};
-const CpuKernel Mul{prepareBinary, runBinary<MulF>, 2, 2};
-const CpuKernel Div{prepareBinary, runBinary<DivF>, 2, 2};
-const CpuKernel Neg{prepareUnary, runUnary<NegF>, 1, 1};
-const CpuKernel Scale{prepareScale, runScale, 1, 1};
-const CpuKernel Relu{prepareUnary, runUnary<ReluF>, 1, 1};
-const CpuKernel Sigmoid{prepareUnary, runVector<vmath::sigmoidLoop>, 1, 1};
-const CpuKernel Tanh{prepareUnary, runVector<vmath::tanhLoop>, 1, 1};
-const CpuKernel Gelu{prepareGelu, runGelu, 1, 1};
-const CpuKernel Exp{prepareUnary, runVector<vmath::expLoop>, 1, 1};
-const CpuKernel Log{prepareUnary, runVector<vmath::logLoop>, 1, 1};
-const CpuKernel ReluGrad{prepareBackward, runReluGrad, 2, 2};
-const CpuKernel GeluGrad{prepareGeluGrad, runGeluGrad, 2, 2};
-const CpuKernel TanhGrad{prepareBackward, runVector2<vmath::tanhGradLoop>, 2, 2};
-const CpuKernel SigmoidGrad{prepareBackward, runVector2<vmath::sigmoidGradLoop>, 2, 2};
+const CpuKernel Add{prepareBinary, runBinary<AddF>};
+const CpuKernel Sub{prepareBinary, runBinary<SubF>};
+const CpuKernel Mul{prepareBinary, runBinary<MulF>};
+const CpuKernel Div{prepareBinary, runBinary<DivF>};
+const CpuKernel Neg{nullptr, runUnary<NegF>};
+const CpuKernel Scale{prepareScale, runScale};
+const CpuKernel Relu{nullptr, runUnary<ReluF>};
+const CpuKernel Sigmoid{nullptr, runVector<vmath::sigmoidLoop>};
+const CpuKernel Tanh{nullptr, runVector<vmath::tanhLoop>};
+const CpuKernel Gelu{prepareGelu, runGelu};
+const CpuKernel Exp{nullptr, runVector<vmath::expLoop>};
+const CpuKernel Log{nullptr, runVector<vmath::logLoop>};
+const CpuKernel ReluGrad{nullptr, runReluGrad};
+const CpuKernel GeluGrad{prepareGelu, runGeluGrad};
+const CpuKernel TanhGrad{nullptr, runVector2<vmath::tanhGradLoop>};
+const CpuKernel SigmoidGrad{nullptr, runVector2<vmath::sigmoidGradLoop>};
 } // namespace kernels::Elementwise
 
 } // namespace mpc::runtime::cpu

@@ -47,44 +47,23 @@ std::vector<int64_t> batchOffsets(const std::vector<int64_t> &batch,
 // [batch * m, k]: m absorbs the batch.
 void prepareMatMul(KernelInstance &k) {
   const TensorArg &a = k.in[0], &b = k.in[1];
-  requireDType(a, plan::DType::F32, "operand 'a'");
-  requireDType(b, plan::DType::F32, "operand 'b'");
-  requireDType(k.out, plan::DType::F32, "the result");
-  auto mismatch = [&]() {
-    return RuleError("shape mismatch: " + plan::shapeText(a.shape) + " x " +
-                     plan::shapeText(b.shape) + " -> " + plan::shapeText(k.out.shape));
-  };
-  if (a.rank() < 2 || b.rank() < 2 || k.out.rank() < 2)
-    throw RuleError("matmul needs buffers of rank >= 2: " + plan::shapeText(a.shape) + " x " +
-                    plan::shapeText(b.shape) + " -> " + plan::shapeText(k.out.shape));
   bool ta = attrBool(k.attrMap(), "transpose_a"),
        tb = attrBool(k.attrMap(), "transpose_b");
-  const size_t ra = size_t(a.rank()), rb = size_t(b.rank()), ro = size_t(k.out.rank());
+  const size_t ra = size_t(a.rank()), rb = size_t(b.rank());
   const int64_t a0 = a.shape[ra - 2], a1 = a.shape[ra - 1];
   const int64_t b0 = b.shape[rb - 2], b1 = b.shape[rb - 1];
   int64_t m = ta ? a1 : a0, ka = ta ? a0 : a1;
-  int64_t kb = tb ? b1 : b0, n = tb ? b0 : b1;
+  int64_t n = tb ? b0 : b1;
   std::vector<int64_t> batchA(a.shape.begin(), a.shape.end() - 2);
   std::vector<int64_t> batchB(b.shape.begin(), b.shape.end() - 2);
   std::vector<int64_t> batchO(k.out.shape.begin(), k.out.shape.end() - 2);
-  if (ka != kb || k.out.shape[ro - 2] != m || k.out.shape[ro - 1] != n) throw mismatch();
-  if (k.in.size() == 3) {
-    requireDType(k.in[2], plan::DType::F32, "operand 'c'");
-    if (k.in[2].shape != k.out.shape)
-      throw RuleError("accumulator 'c' " + plan::shapeText(k.in[2].shape) +
-                      " does not match the result " + plan::shapeText(k.out.shape));
-  }
   int64_t batch = 1;
   for (int64_t d : batchO) batch *= d;
   if (rb == 2 && !ta && batchA == batchO) {
     m *= batch; // one product: a's rows run on through its batch
     k.strides = {{0}, {0}};
   } else {
-    try {
-      k.strides = {batchOffsets(batchA, batchO, a0 * a1), batchOffsets(batchB, batchO, b0 * b1)};
-    } catch (const RuleError &) {
-      throw mismatch();
-    }
+    k.strides = {batchOffsets(batchA, batchO, a0 * a1), batchOffsets(batchB, batchO, b0 * b1)};
   }
   const int64_t kMax = int64_t(1) << 31;
   if (m >= kMax || n >= kMax || ka >= kMax) throw RuleError("matmul dimensions too large for BLAS");
@@ -183,7 +162,7 @@ void runMatMul(const KernelInstance &k) {
 } // namespace
 
 namespace kernels::Linalg {
-const CpuKernel MatMul{prepareMatMul, runMatMul, 2, 3};
+const CpuKernel MatMul{prepareMatMul, runMatMul};
 } // namespace kernels::Linalg
 
 } // namespace mpc::runtime::cpu

@@ -18,15 +18,6 @@ namespace mpc::runtime::cpu {
 
 namespace {
 
-void prepareMse(KernelInstance &k) {
-  requireDType(k.in[0], plan::DType::F32, "operand 'pred'");
-  requireDType(k.in[1], plan::DType::F32, "operand 'target'");
-  requireSameShape(k.in[0], k.in[1], "operands 'pred' and 'target'");
-  requireDType(k.out, plan::DType::F32, "the result");
-  if (k.out.numel != 1)
-    throw RuleError("result must be a scalar, got " + plan::shapeText(k.out.shape));
-}
-
 void runMse(const KernelInstance &k) {
   const float *p = k.in[0].f(), *t = k.in[1].f();
   double s = 0;
@@ -39,30 +30,12 @@ void runMse(const KernelInstance &k) {
 
 // outer = rows (every axis but the last), axis = classes C, ints[0] =
 // ignore_index, ints[1] = 1 for reduction "sum" (0: "mean").
-void prepareCrossEntropy(KernelInstance &k, bool grad) {
+void prepareCrossEntropy(KernelInstance &k) {
   const TensorArg &logits = k.in[0], &labels = k.in[1];
-  requireDType(logits, plan::DType::F32, "operand 'logits'");
-  requireDType(labels, plan::DType::I32, "operand 'labels'");
-  if (logits.rank() < 2 || labels.rank() != logits.rank() - 1 ||
-      !std::equal(labels.shape.begin(), labels.shape.end(), logits.shape.begin()) ||
-      logits.shape.back() < 1)
-    throw RuleError("shape mismatch: " + plan::shapeText(logits.shape) + " x " +
-                    plan::shapeText(labels.shape) +
-                    " (expected logits f32[N,C] and labels i32[N], or f32[...,C] and i32[...])");
-  requireDType(k.out, plan::DType::F32, "the result");
-  if (grad) {
-    requireDType(k.in[2], plan::DType::F32, "operand 'dy'");
-    if (k.in[2].numel != 1) throw RuleError("operand 'dy' must be a scalar");
-    requireSameShape(logits, k.out, "logits and result");
-  } else if (k.out.numel != 1) {
-    throw RuleError("result must be a scalar, got " + plan::shapeText(k.out.shape));
-  }
   k.axis = logits.shape.back();
   k.outer = labels.numel;
-  std::string reduction = attrString(k.attrMap(), "reduction");
-  if (reduction != "mean" && reduction != "sum")
-    throw RuleError("reduction must be \"mean\" or \"sum\", got \"" + reduction + "\"");
-  k.ints = {attrInt(k.attrMap(), "ignore_index"), reduction == "sum" ? 1 : 0};
+  k.ints = {attrInt(k.attrMap(), "ignore_index"),
+            attrString(k.attrMap(), "reduction") == "sum" ? 1 : 0};
 }
 
 bool sums(const KernelInstance &k) { return k.ints[1] != 0; }
@@ -131,11 +104,9 @@ void runCrossEntropyGrad(const KernelInstance &k) {
 } // namespace
 
 namespace kernels::Loss {
-const CpuKernel MseLoss{prepareMse, runMse, 2, 2};
-const CpuKernel SoftmaxCrossEntropy{[](KernelInstance &k) { prepareCrossEntropy(k, false); },
-                                    runCrossEntropy, 2, 2};
-const CpuKernel SoftmaxCrossEntropyGrad{[](KernelInstance &k) { prepareCrossEntropy(k, true); },
-                                        runCrossEntropyGrad, 3, 3};
+const CpuKernel MseLoss{nullptr, runMse};
+const CpuKernel SoftmaxCrossEntropy{prepareCrossEntropy, runCrossEntropy};
+const CpuKernel SoftmaxCrossEntropyGrad{prepareCrossEntropy, runCrossEntropyGrad};
 } // namespace kernels::Loss
 
 } // namespace mpc::runtime::cpu

@@ -10,8 +10,6 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/CpuKernel.h"
 
-#include "support/Error.h"
-
 #include <algorithm>
 #include <cmath>
 
@@ -19,23 +17,13 @@ namespace mpc::runtime::cpu {
 
 namespace {
 
-/// Checks x f32[..., D] and a vector operand f32[D]; sets outer = rows,
+/// layer_norm and its backward ops, x f32[..., D]: sets outer = rows,
 /// inner = D, scalar = eps.
-void prepareRows(KernelInstance &k, const TensorArg &x, const std::string &xName) {
-  requireDType(x, plan::DType::F32, "operand '" + xName + "'");
-  requireDType(k.out, plan::DType::F32, "the result");
-  if (x.rank() < 1)
-    throw RuleError("operand '" + xName + "' must have rank >= 1, got a scalar");
+void prepareRows(KernelInstance &k) {
+  const TensorArg &x = k.in[0];
   k.inner = x.shape.back();
   k.outer = k.inner ? x.numel / k.inner : 0;
   k.scalar = attrFloat(k.attrMap(), "eps");
-}
-
-void requireVector(const TensorArg &v, int64_t d, const std::string &name) {
-  requireDType(v, plan::DType::F32, "operand '" + name + "'");
-  if (v.rank() != 1 || v.shape[0] != d)
-    throw RuleError("operand '" + name + "' must be f32[" + std::to_string(d) + "], got " +
-                    plan::shapeText(v.shape));
 }
 
 struct RowStats {
@@ -52,13 +40,6 @@ RowStats rowStats(const float *x, int64_t d, double eps) {
 }
 
 // layer_norm(x, gamma, beta)
-void prepareLayerNorm(KernelInstance &k) {
-  prepareRows(k, k.in[0], "x");
-  requireVector(k.in[1], k.inner, "gamma");
-  requireVector(k.in[2], k.inner, "beta");
-  requireSameShape(k.in[0], k.out, "operand 'x' and result");
-}
-
 void runLayerNorm(const KernelInstance &k) {
   const int64_t d = k.inner;
   const float *g = k.in[1].f(), *b = k.in[2].f();
@@ -72,13 +53,6 @@ void runLayerNorm(const KernelInstance &k) {
 
 // layer_norm_grad(x, gamma, dy) -> dx = rstd (g - mean(g) - xhat mean(g xhat)),
 // g = dy * gamma.
-void prepareLayerNormGrad(KernelInstance &k) {
-  prepareRows(k, k.in[0], "x");
-  requireVector(k.in[1], k.inner, "gamma");
-  requireSameShape(k.in[0], k.in[2], "operands 'x' and 'dy'");
-  requireSameShape(k.in[0], k.out, "operand 'x' and result");
-}
-
 void runLayerNormGrad(const KernelInstance &k) {
   const int64_t d = k.inner;
   const float *gamma = k.in[1].f();
@@ -103,11 +77,7 @@ void runLayerNormGrad(const KernelInstance &k) {
 // layer_norm_gamma_grad(x, dy) -> f32[D]: sum over rows of dy * xhat, each
 // column summed in row order in double (scratch).
 void prepareGammaGrad(KernelInstance &k) {
-  prepareRows(k, k.in[0], "x");
-  requireSameShape(k.in[0], k.in[1], "operands 'x' and 'dy'");
-  if (k.out.rank() != 1 || k.out.shape[0] != k.inner)
-    throw RuleError("result must be f32[" + std::to_string(k.inner) + "], got " +
-                    plan::shapeText(k.out.shape));
+  prepareRows(k);
   k.scratch.assign(size_t(k.inner), 0.0);
 }
 
@@ -125,35 +95,17 @@ void runGammaGrad(const KernelInstance &k) {
 
 // --- batch_norm ---------------------------------------------------------
 
-/// Checks x f32 of rank >= 2; sets [outer, axis, inner] around the channel
-/// axis (attribute `axis`).
-void prepareChannels(KernelInstance &k, const TensorArg &x, const std::string &xName) {
-  requireDType(x, plan::DType::F32, "operand '" + xName + "'");
-  requireDType(k.out, plan::DType::F32, "the result");
+/// Sets [outer, axis, inner] of x around the channel axis (attribute
+/// `axis`, in range: proven by the plan verifier).
+void prepareChannels(KernelInstance &k, const TensorArg &x) {
   int64_t rank = x.rank();
-  if (rank < 2)
-    throw RuleError("operand '" + xName + "' must have rank >= 2, got " +
-                    plan::shapeText(x.shape));
   int64_t axis = attrInt(k.attrMap(), "axis");
   int64_t a = axis < 0 ? axis + rank : axis;
-  if (a < 0 || a >= rank)
-    throw RuleError("axis " + std::to_string(axis) + " out of range for " +
-                    plan::shapeText(x.shape));
   k.outer = k.axis = k.inner = 1;
   for (int64_t i = 0; i < rank; ++i) {
     if (i < a) k.outer *= x.shape[size_t(i)];
     else if (i == a) k.axis = x.shape[size_t(i)];
     else k.inner *= x.shape[size_t(i)];
-  }
-}
-
-/// Operands `first`, `first + 1` (when present): running mean and variance, f32[C].
-void requireRunning(KernelInstance &k, size_t first) {
-  if (k.in.size() == first + 1)
-    throw RuleError("operands 'running_mean' and 'running_var' come together");
-  if (k.in.size() == first + 2) {
-    requireVector(k.in[first], k.axis, "running_mean");
-    requireVector(k.in[first + 1], k.axis, "running_var");
   }
 }
 
@@ -184,14 +136,11 @@ RowStats channelStats(const KernelInstance &k, const float *x, int64_t c, double
   return {mean, 1.0 / std::sqrt(sq / count + eps)};
 }
 
-// batch_norm(x, gamma, beta[, running_mean, running_var])
+// batch_norm(x, gamma, beta[, running_mean, running_var]), and its backward
+// ops below: [outer, axis, inner] around x's channel axis, scalar = eps.
 void prepareBatchNorm(KernelInstance &k) {
-  prepareChannels(k, k.in[0], "x");
+  prepareChannels(k, k.in[0]);
   k.scalar = attrFloat(k.attrMap(), "eps");
-  requireVector(k.in[1], k.axis, "gamma");
-  requireVector(k.in[2], k.axis, "beta");
-  requireRunning(k, 3);
-  requireSameShape(k.in[0], k.out, "operand 'x' and result");
 }
 
 void runBatchNorm(const KernelInstance &k) {
@@ -211,15 +160,6 @@ void runBatchNorm(const KernelInstance &k) {
 // batch_norm_grad(x, gamma, dy[, running_mean, running_var]): with batch
 // statistics rstd (g - mean(g) - xhat mean(g xhat)) per channel, g = dy *
 // gamma; with running ones (constants) dy * gamma * rstd.
-void prepareBatchNormGrad(KernelInstance &k) {
-  prepareChannels(k, k.in[0], "x");
-  k.scalar = attrFloat(k.attrMap(), "eps");
-  requireVector(k.in[1], k.axis, "gamma");
-  requireSameShape(k.in[0], k.in[2], "operands 'x' and 'dy'");
-  requireRunning(k, 3);
-  requireSameShape(k.in[0], k.out, "operand 'x' and result");
-}
-
 void runBatchNormGrad(const KernelInstance &k) {
   const float *x = k.in[0].f(), *gamma = k.in[1].f(), *dy = k.in[2].f();
   float *dx = k.out.f();
@@ -256,14 +196,6 @@ void runBatchNormGrad(const KernelInstance &k) {
 
 // batch_norm_gamma_grad(x, dy[, running_mean, running_var]) -> f32[C]: the
 // sum over each channel of dy * xhat, in double.
-void prepareBatchNormGammaGrad(KernelInstance &k) {
-  prepareChannels(k, k.in[0], "x");
-  k.scalar = attrFloat(k.attrMap(), "eps");
-  requireSameShape(k.in[0], k.in[1], "operands 'x' and 'dy'");
-  requireRunning(k, 2);
-  requireVector(k.out, k.axis, "the result");
-}
-
 void runBatchNormGammaGrad(const KernelInstance &k) {
   const float *x = k.in[0].f(), *dy = k.in[1].f();
   for (int64_t c = 0; c < k.axis; ++c) {
@@ -282,13 +214,8 @@ void runBatchNormGammaGrad(const KernelInstance &k) {
 // running = momentum * running + (1 - momentum) * batch statistic (mean,
 // biased variance); the result is the new running mean.
 void prepareBatchNormUpdate(KernelInstance &k) {
-  prepareChannels(k, k.in[2], "x");
-  requireVector(k.in[0], k.axis, "running_mean");
-  requireVector(k.in[1], k.axis, "running_var");
-  requireVector(k.out, k.axis, "the result");
+  prepareChannels(k, k.in[2]);
   k.scalar = attrFloat(k.attrMap(), "momentum");
-  if (!(k.scalar >= 0 && k.scalar <= 1))
-    throw RuleError("momentum must be in [0, 1], got " + std::to_string(k.scalar));
 }
 
 void runBatchNormUpdate(const KernelInstance &k) {
@@ -319,13 +246,13 @@ void runBatchNormUpdate(const KernelInstance &k) {
 } // namespace
 
 namespace kernels::Norm {
-const CpuKernel LayerNorm{prepareLayerNorm, runLayerNorm, 3, 3};
-const CpuKernel LayerNormGrad{prepareLayerNormGrad, runLayerNormGrad, 3, 3};
-const CpuKernel LayerNormGammaGrad{prepareGammaGrad, runGammaGrad, 2, 2};
-const CpuKernel BatchNorm{prepareBatchNorm, runBatchNorm, 3, 5};
-const CpuKernel BatchNormGrad{prepareBatchNormGrad, runBatchNormGrad, 3, 5};
-const CpuKernel BatchNormGammaGrad{prepareBatchNormGammaGrad, runBatchNormGammaGrad, 2, 4};
-const CpuKernel BatchNormUpdate{prepareBatchNormUpdate, runBatchNormUpdate, 3, 3};
+const CpuKernel LayerNorm{prepareRows, runLayerNorm};
+const CpuKernel LayerNormGrad{prepareRows, runLayerNormGrad};
+const CpuKernel LayerNormGammaGrad{prepareGammaGrad, runGammaGrad};
+const CpuKernel BatchNorm{prepareBatchNorm, runBatchNorm};
+const CpuKernel BatchNormGrad{prepareBatchNorm, runBatchNormGrad};
+const CpuKernel BatchNormGammaGrad{prepareBatchNorm, runBatchNormGammaGrad};
+const CpuKernel BatchNormUpdate{prepareBatchNormUpdate, runBatchNormUpdate};
 } // namespace kernels::Norm
 
 } // namespace mpc::runtime::cpu

@@ -11,25 +11,12 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/CpuKernel.h"
 
-#include "support/Error.h"
-
 #include <cmath>
 #include <cstring>
 
 namespace mpc::runtime::cpu {
 
 namespace {
-
-void requireLike(const KernelInstance &k, size_t i, const char *name) {
-  requireDType(k.in[i], plan::DType::F32, std::string("operand '") + name + "'");
-  requireSameShape(k.in[0], k.in[i], std::string("parameter and '") + name + "'");
-}
-
-void requireStep(const KernelInstance &k, size_t i) {
-  requireDType(k.in[i], plan::DType::F32, "operand 'step'");
-  if (k.in[i].numel != 1)
-    throw RuleError("operand 'step' must be f32[1], got " + plan::shapeText(k.in[i].shape));
-}
 
 void finish(const KernelInstance &k) {
   if (k.out.data != k.in[0].data)
@@ -42,18 +29,9 @@ struct SgdHyper {
   bool nesterov;
 };
 
+// A non-zero momentum comes with momentum_buf and step: proven by the plan verifier.
 void prepareSgd(KernelInstance &k) {
-  requireDType(k.in[0], plan::DType::F32, "operand 'param'");
-  requireLike(k, 1, "grad");
-  requireSameShape(k.in[0], k.out, "parameter and result");
   double momentum = attrFloat(k.attrMap(), "momentum");
-  if (k.in.size() == 3) throw RuleError("sgd_update takes momentum_buf and step together");
-  if (momentum != 0.0 && k.in.size() != 4)
-    throw RuleError("sgd_update with momentum needs operands momentum_buf and step");
-  if (k.in.size() == 4) {
-    requireLike(k, 2, "momentum_buf");
-    requireStep(k, 3);
-  }
   k.reals = {attrFloat(k.attrMap(), "lr"), momentum, attrFloat(k.attrMap(), "dampening"),
              attrFloat(k.attrMap(), "weight_decay"),
              attrBool(k.attrMap(), "nesterov") ? 1.0 : 0.0};
@@ -85,12 +63,6 @@ void runSgd(const KernelInstance &k) {
 
 // reals: lr, beta1, beta2, eps, weight_decay, decoupled (0/1).
 void prepareAdam(KernelInstance &k) {
-  requireDType(k.in[0], plan::DType::F32, "operand 'param'");
-  requireLike(k, 1, "grad");
-  requireLike(k, 2, "m");
-  requireLike(k, 3, "v");
-  requireStep(k, 4);
-  requireSameShape(k.in[0], k.out, "parameter and result");
   k.reals = {attrFloat(k.attrMap(), "lr"),
              attrFloat(k.attrMap(), "beta1"),
              attrFloat(k.attrMap(), "beta2"),
@@ -126,8 +98,8 @@ void runAdam(const KernelInstance &k) {
 } // namespace
 
 namespace kernels::Optimizer {
-const CpuKernel SgdUpdate{prepareSgd, runSgd, 2, 4};
-const CpuKernel AdamUpdate{prepareAdam, runAdam, 5, 5};
+const CpuKernel SgdUpdate{prepareSgd, runSgd};
+const CpuKernel AdamUpdate{prepareAdam, runAdam};
 } // namespace kernels::Optimizer
 
 } // namespace mpc::runtime::cpu

@@ -1,51 +1,50 @@
 //===- runtime/cpu/kernels/Pool.cpp - max, average and global pooling -----===//
 //
 // Plain loops over each (n, c) plane, output positions in row-major order,
-// with the reference kernels' window rules (runtime/Windows.h): max pooling
+// with the reference kernels' window rules (ops/Window.h): max pooling
 // keeps the first maximum of a window (rows, then columns), which its
 // gradient recomputes from x to route dy; average pooling sums in double and
 // divides by PyTorch's divisor. The gradients scatter in output order onto a
 // zeroed dx, so overlapping windows add up in a fixed order.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/Windows.h"
+#include "ops/Window.h"
 #include "runtime/cpu/CpuKernel.h"
-
-#include "support/Error.h"
 
 #include <cstring>
 
 namespace mpc::runtime::cpu {
 
+using ops::PoolGeom;
+using ops::PoolWindow;
+
 namespace {
 
 /// The geometry stored in k.ints by preparePool.
-PoolDims dimsOf(const KernelInstance &k) {
+PoolGeom dimsOf(const KernelInstance &k) {
   const std::vector<int64_t> &v = k.ints;
-  PoolDims d;
+  PoolGeom d;
   d.n = v[0], d.c = v[1], d.h = v[2], d.w = v[3], d.kh = v[4], d.kw = v[5], d.sh = v[6];
   d.sw = v[7], d.ph = v[8], d.pw = v[9], d.oh = v[10], d.ow = v[11], d.countPad = v[12] != 0;
   return d;
 }
 
-void preparePool(KernelInstance &k, const std::vector<int64_t> &x, const std::vector<int64_t> &y) {
-  for (size_t i = 0; i < k.in.size(); ++i)
-    requireDType(k.in[i], plan::DType::F32, "operand " + std::to_string(i));
-  requireDType(k.out, plan::DType::F32, "the result");
-  PoolDims d = poolDims(k.attrMap(), x, y);
+/// Reads the geometry of the instruction (op `kind`) into k.ints.
+void preparePool(KernelInstance &k, ops::OpKind kind) {
+  PoolGeom d = ops::poolGeom(kind, operandTypes(k), k.attrMap());
   k.ints = {d.n, d.c, d.h, d.w, d.kh, d.kw, d.sh, d.sw, d.ph, d.pw, d.oh, d.ow, d.countPad};
 }
 
 /// Calls f(x plane offset, y index, window) for every output position.
-template <typename F> void forEachWindow(const PoolDims &d, F f) {
+template <typename F> void forEachWindow(const PoolGeom &d, F f) {
   for (int64_t p = 0; p < d.n * d.c; ++p)
     for (int64_t oy = 0; oy < d.oh; ++oy)
       for (int64_t ox = 0; ox < d.ow; ++ox)
-        f(p * d.h * d.w, (p * d.oh + oy) * d.ow + ox, poolWindow(d, oy, ox));
+        f(p * d.h * d.w, (p * d.oh + oy) * d.ow + ox, ops::poolWindow(d, oy, ox));
 }
 
 /// Index within the plane of the window's first maximum.
-int64_t argmax(const PoolDims &d, const float *plane, const PoolWindow &win) {
+int64_t argmax(const PoolGeom &d, const float *plane, const PoolWindow &win) {
   int64_t best = win.y0 * d.w + win.x0;
   for (int64_t y = win.y0; y < win.y1; ++y)
     for (int64_t x = win.x0; x < win.x1; ++x)
@@ -54,10 +53,11 @@ int64_t argmax(const PoolDims &d, const float *plane, const PoolWindow &win) {
 }
 
 // max_pool2d(x), avg_pool2d(x)
-void prepareForward(KernelInstance &k) { preparePool(k, k.in[0].shape, k.out.shape); }
+void prepareMaxPool(KernelInstance &k) { preparePool(k, ops::OpKind::MaxPool2d); }
+void prepareAvgPool(KernelInstance &k) { preparePool(k, ops::OpKind::AvgPool2d); }
 
 void runMaxPool(const KernelInstance &k) {
-  const PoolDims d = dimsOf(k);
+  const PoolGeom d = dimsOf(k);
   const float *x = k.in[0].f();
   float *y = k.out.f();
   forEachWindow(d, [&](int64_t xp, int64_t yi, const PoolWindow &win) {
@@ -66,7 +66,7 @@ void runMaxPool(const KernelInstance &k) {
 }
 
 void runAvgPool(const KernelInstance &k) {
-  const PoolDims d = dimsOf(k);
+  const PoolGeom d = dimsOf(k);
   const float *x = k.in[0].f();
   float *y = k.out.f();
   forEachWindow(d, [&](int64_t xp, int64_t yi, const PoolWindow &win) {
@@ -78,13 +78,10 @@ void runAvgPool(const KernelInstance &k) {
 }
 
 // max_pool2d_grad(x, dy) -> dx
-void prepareMaxGrad(KernelInstance &k) {
-  preparePool(k, k.in[0].shape, k.in[1].shape);
-  requireSameShape(k.in[0], k.out, "operand 'x' and result");
-}
+void prepareMaxGrad(KernelInstance &k) { preparePool(k, ops::OpKind::MaxPool2dGrad); }
 
 void runMaxGrad(const KernelInstance &k) {
-  const PoolDims d = dimsOf(k);
+  const PoolGeom d = dimsOf(k);
   const float *x = k.in[0].f(), *dy = k.in[1].f();
   float *dx = k.out.f();
   std::memset(dx, 0, size_t(k.out.numel) * sizeof(float));
@@ -94,16 +91,10 @@ void runMaxGrad(const KernelInstance &k) {
 }
 
 // avg_pool2d_grad(dy) -> dx
-void prepareAvgGrad(KernelInstance &k) {
-  preparePool(k, k.out.shape, k.in[0].shape);
-  std::vector<int64_t> size = attrInts(k.attrMap(), "input_size");
-  if (size != std::vector<int64_t>{k.out.shape[2], k.out.shape[3]})
-    throw RuleError("input_size " + plan::shapeText(size) + " differs from the result " +
-                    plan::shapeText(k.out.shape));
-}
+void prepareAvgGrad(KernelInstance &k) { preparePool(k, ops::OpKind::AvgPool2dGrad); }
 
 void runAvgGrad(const KernelInstance &k) {
-  const PoolDims d = dimsOf(k);
+  const PoolGeom d = dimsOf(k);
   const float *dy = k.in[0].f();
   float *dx = k.out.f();
   std::memset(dx, 0, size_t(k.out.numel) * sizeof(float));
@@ -117,12 +108,6 @@ void runAvgGrad(const KernelInstance &k) {
 // global_avg_pool2d(x) -> [N, C, 1, 1]
 void prepareGlobal(KernelInstance &k) {
   const TensorArg &x = k.in[0];
-  requireDType(x, plan::DType::F32, "operand 'x'");
-  requireDType(k.out, plan::DType::F32, "the result");
-  if (x.rank() != 4 || x.shape[2] < 1 || x.shape[3] < 1 ||
-      k.out.shape != std::vector<int64_t>{x.shape[0], x.shape[1], 1, 1})
-    throw RuleError("global_avg_pool2d of " + plan::shapeText(x.shape) + " cannot give " +
-                    plan::shapeText(k.out.shape));
   k.outer = x.shape[0] * x.shape[1];
   k.inner = x.shape[2] * x.shape[3];
 }
@@ -139,11 +124,11 @@ void runGlobal(const KernelInstance &k) {
 } // namespace
 
 namespace kernels::Pool {
-const CpuKernel MaxPool2d{prepareForward, runMaxPool, 1, 1};
-const CpuKernel MaxPool2dGrad{prepareMaxGrad, runMaxGrad, 2, 2};
-const CpuKernel AvgPool2d{prepareForward, runAvgPool, 1, 1};
-const CpuKernel AvgPool2dGrad{prepareAvgGrad, runAvgGrad, 1, 1};
-const CpuKernel GlobalAvgPool2d{prepareGlobal, runGlobal, 1, 1};
+const CpuKernel MaxPool2d{prepareMaxPool, runMaxPool};
+const CpuKernel MaxPool2dGrad{prepareMaxGrad, runMaxGrad};
+const CpuKernel AvgPool2d{prepareAvgPool, runAvgPool};
+const CpuKernel AvgPool2dGrad{prepareAvgGrad, runAvgGrad};
+const CpuKernel GlobalAvgPool2d{prepareGlobal, runGlobal};
 } // namespace kernels::Pool
 
 } // namespace mpc::runtime::cpu

@@ -11,19 +11,11 @@
 #include "runtime/cpu/CpuKernel.h"
 #include "runtime/cpu/kernels/Loops.h"
 
-#include "support/Error.h"
-
 #include <cstring>
 
 namespace mpc::runtime::cpu {
 
 namespace {
-
-void prepareReshape(KernelInstance &k) {
-  if (k.in[0].numel != k.out.numel || k.in[0].dtype != k.out.dtype)
-    throw RuleError("cannot reshape " + plan::shapeText(k.in[0].shape) + " to " +
-                    plan::shapeText(k.out.shape));
-}
 
 void runByteCopy(const KernelInstance &k) {
   if (k.out.data != k.in[0].data)
@@ -32,33 +24,21 @@ void runByteCopy(const KernelInstance &k) {
 
 void prepareTranspose(KernelInstance &k) {
   const TensorArg &x = k.in[0];
-  requireDType(x, plan::DType::F32, "operand 'x'");
-  requireDType(k.out, plan::DType::F32, "the result");
   std::vector<int64_t> perm = attrInts(k.attrMap(), "perm");
   int64_t rank = x.rank();
   if (perm.empty())
     for (int64_t i = rank; i-- > 0;) perm.push_back(i);
-  if (int64_t(perm.size()) != rank || k.out.rank() != rank)
-    throw RuleError("perm " + plan::shapeText(perm) + " does not match " +
-                    plan::shapeText(x.shape));
+  // perm is a permutation of x's axes: proven by the plan verifier.
   std::vector<int64_t> xs = contiguousStrides(x.shape);
   std::vector<int64_t> s(static_cast<size_t>(rank));
-  std::vector<bool> seen(size_t(rank), false);
   for (int64_t i = 0; i < rank; ++i) {
     int64_t p = perm[size_t(i)] < 0 ? perm[size_t(i)] + rank : perm[size_t(i)];
-    if (p < 0 || p >= rank || seen[size_t(p)])
-      throw RuleError("perm " + plan::shapeText(perm) + " is not a permutation");
-    seen[size_t(p)] = true;
-    if (k.out.shape[size_t(i)] != x.shape[size_t(p)])
-      throw RuleError("result " + plan::shapeText(k.out.shape) + " does not match transposing " +
-                      plan::shapeText(x.shape) + " by " + plan::shapeText(perm));
     s[size_t(i)] = xs[size_t(p)];
   }
   k.strides = {s};
 }
 
 void prepareFill(KernelInstance &k) {
-  requireDType(k.out, plan::DType::F32, "the result");
   k.scalar = attrFloat(k.attrMap(), "value");
 }
 
@@ -68,18 +48,8 @@ void runFill(const KernelInstance &k) {
   for (int64_t i = 0; i < k.out.numel; ++i) o[i] = v;
 }
 
-/// Operand `what` must be f32 or i32 and have the result's dtype.
-void requireBlockDType(const TensorArg &t, const TensorArg &out, const std::string &what) {
-  if (t.dtype != plan::DType::F32 && t.dtype != plan::DType::I32)
-    throw RuleError(what + " must be f32 or i32");
-  if (t.dtype != out.dtype) throw RuleError(what + " and the result differ in dtype");
-}
-
-int64_t normAxis(int64_t axis, int64_t rank, const std::vector<int64_t> &shape) {
-  if (axis < -rank || axis >= rank)
-    throw RuleError("axis " + std::to_string(axis) + " out of range for " + plan::shapeText(shape));
-  return axis < 0 ? axis + rank : axis;
-}
+/// The axis attribute counted from the front (the plan verifier proved it in range).
+int64_t normAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
 
 /// Product of shape[from, to).
 int64_t extent(const std::vector<int64_t> &shape, int64_t from, int64_t to) {
@@ -91,19 +61,9 @@ int64_t extent(const std::vector<int64_t> &shape, int64_t from, int64_t to) {
 // slice: ints = {outer, x row (dim * inner), result row (len * inner), start * inner}.
 void prepareSlice(KernelInstance &k) {
   const TensorArg &x = k.in[0];
-  requireBlockDType(x, k.out, "operand 'x'");
-  int64_t axis = normAxis(attrInt(k.attrMap(), "axis"), x.rank(), x.shape);
+  int64_t axis = normAxis(attrInt(k.attrMap(), "axis"), x.rank());
   int64_t start = attrInt(k.attrMap(), "start"), stop = attrInt(k.attrMap(), "end");
   int64_t dim = x.shape[size_t(axis)];
-  if (start < 0 || start >= stop || stop > dim)
-    throw RuleError("slice [" + std::to_string(start) + ", " + std::to_string(stop) +
-                    ") out of range for axis " + std::to_string(axis) + " of " +
-                    plan::shapeText(x.shape));
-  std::vector<int64_t> want = x.shape;
-  want[size_t(axis)] = stop - start;
-  if (k.out.shape != want)
-    throw RuleError("result " + plan::shapeText(k.out.shape) + " does not match slicing " +
-                    plan::shapeText(x.shape) + " to " + plan::shapeText(want));
   int64_t inner = extent(x.shape, axis + 1, x.rank());
   k.ints = {extent(x.shape, 0, axis), dim * inner, (stop - start) * inner, start * inner};
 }
@@ -121,23 +81,7 @@ void runSlice(const KernelInstance &k) {
 // being the operand's extent along the axis times the inner extent.
 void prepareConcat(KernelInstance &k) {
   const TensorArg &first = k.in[0];
-  for (size_t i = 0; i < k.in.size(); ++i)
-    requireBlockDType(k.in[i], k.out, "operand " + std::to_string(i));
-  int64_t axis = normAxis(attrInt(k.attrMap(), "axis"), first.rank(), first.shape);
-  std::vector<int64_t> want = first.shape;
-  want[size_t(axis)] = 0;
-  bool ok = true;
-  std::string list;
-  for (const TensorArg &x : k.in) {
-    list += (list.empty() ? "" : ", ") + plan::shapeText(x.shape);
-    ok = ok && x.rank() == first.rank();
-    for (int64_t i = 0; ok && i < x.rank(); ++i)
-      ok = i == axis || x.shape[size_t(i)] == first.shape[size_t(i)];
-    if (ok) want[size_t(axis)] += x.shape[size_t(axis)];
-  }
-  if (!ok || k.out.shape != want)
-    throw RuleError("result " + plan::shapeText(k.out.shape) + " does not match concatenating " +
-                    list + " along axis " + std::to_string(axis));
+  int64_t axis = normAxis(attrInt(k.attrMap(), "axis"), first.rank());
   int64_t inner = extent(first.shape, axis + 1, first.rank());
   k.ints = {extent(first.shape, 0, axis)};
   for (const TensorArg &x : k.in) k.ints.push_back(x.shape[size_t(axis)] * inner);
@@ -164,13 +108,13 @@ void runConcat(const KernelInstance &k) {
 } // namespace
 
 namespace kernels::Shape {
-const CpuKernel Reshape{prepareReshape, runByteCopy, 1, 1};
-const CpuKernel Transpose{prepareTranspose, runStridedCopyKernel, 1, 1};
-const CpuKernel Fill{prepareFill, runFill, 0, 0};
-const CpuKernel Slice{prepareSlice, runSlice, 1, 1};
-const CpuKernel Concat{prepareConcat, runConcat, 1, kAnyInputs};
+const CpuKernel Reshape{nullptr, runByteCopy};
+const CpuKernel Transpose{prepareTranspose, runStridedCopyKernel};
+const CpuKernel Fill{prepareFill, runFill};
+const CpuKernel Slice{prepareSlice, runSlice};
+const CpuKernel Concat{prepareConcat, runConcat};
 // flatten is a reshape whose shape the op derives itself: the same byte copy.
-const CpuKernel Flatten{prepareReshape, runByteCopy, 1, 1};
+const CpuKernel Flatten{nullptr, runByteCopy};
 } // namespace kernels::Shape
 
 /// Shared with Device.cpp.

@@ -1,19 +1,40 @@
-//===- runtime/cuda/kernels/Conv.cu - im2col, col2im and the bias of conv2d ===//
+//===- runtime/cuda/kernels/Conv.cu - conv2d through im2col and cuBLAS ----===//
 //
-// The device half of conv2d: the columns of one image (im2col, one thread
-// per column entry), their adjoint folded back onto the image (col2im, one
-// thread per input element gathering the taps that read it, so no atomics
-// and a fixed order), and the per-channel bias. The products between them
-// are cuBLAS sgemms (Conv.cpp).
+// The same algorithm as the CPU (runtime/cpu/kernels/Conv.cpp), so the two
+// runtimes differ only by the summation order inside the GEMMs: per image,
+// the columns go to the instruction's scratch (im2col, one thread per column
+// entry), then one strided-batched sgemm covers the groups (batch = groups,
+// each operand stepping by one group's block). The input gradient is the
+// transposed product into the columns, folded back by col2im (one thread per
+// input element gathering the taps that read it, so no atomics and a fixed
+// order); the weight gradient accumulates the images in order (beta = 1 from
+// the second image). Row-major products go to cuBLAS through the usual swap:
+// C = op(A) op(B) is the column-major C^T = op(B)^T op(A)^T.
 //
-//===----------------------------------------------------------------------===//
+//===------------------------------------------------------------------------===//
 #include "runtime/cuda/kernels/Common.cuh"
+#include "runtime/cuda/kernels/Prepare.h"
+
+#include "ops/Window.h"
+#include "runtime/cuda/CudaCheck.h"
+
+#include <climits>
 
 namespace mpc::runtime::cuda {
+
+using ops::ConvGeom;
 
 using namespace detail;
 
 namespace {
+
+/// Convolution of one image: input [c, h, w], a kh x kw kernel with stride,
+/// padding and dilation, output oh x ow (ops/Window.h's ConvGeom).
+struct ConvDesc {
+  int64_t c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
+};
+
+// ---- device kernels and their launchers --------------------------------------
 
 __global__ void im2colKernel(const float *__restrict__ x, float *__restrict__ cols, ConvDesc d,
                              int64_t total) {
@@ -66,25 +87,140 @@ __global__ void addChannelBiasKernel(float *__restrict__ y, const float *__restr
     y[i] += b[(i / plane) % o];
 }
 
-} // namespace
-
+/// cols [c*kh*kw, oh*ow]: row (ch, ky, kx), column (oy, ox) holds the input
+/// element that tap reads, 0 in the padding.
 void launchIm2col(const float *x, float *cols, const ConvDesc &d, cudaStream_t stream) {
   const int64_t total = d.c * d.kh * d.kw * d.oh * d.ow;
   if (total == 0) return;
   im2colKernel<<<gridFor(total), kThreads, 0, stream>>>(x, cols, d, total);
 }
 
+/// dx [c, h, w] = im2col's adjoint of cols: each input element sums the
+/// column entries read from it, in (ky, kx) order (no atomics).
 void launchCol2im(const float *cols, float *dx, const ConvDesc &d, cudaStream_t stream) {
   const int64_t total = d.c * d.h * d.w;
   if (total == 0) return;
   col2imKernel<<<gridFor(total), kThreads, 0, stream>>>(cols, dx, d, total);
 }
 
+/// y [n, o, plane] += b[o].
 void launchAddChannelBias(float *y, const float *b, int64_t n, int64_t o, int64_t plane,
                           cudaStream_t stream) {
   const int64_t total = n * o * plane;
   if (total == 0) return;
   addChannelBiasKernel<<<gridFor(total), kThreads, 0, stream>>>(y, b, o, plane, total);
 }
+
+// ---- host side: at load, the launch of every step ---------------------------
+
+ConvDesc descOf(const ConvGeom &d) {
+  return {d.c, d.h, d.w, d.kh, d.kw, d.oh, d.ow, d.sh, d.sw, d.ph, d.pw, d.dh, d.dw};
+}
+
+/// The geometry of the forward convolution of the instruction, of op `kind`
+/// (ops/Window.h).
+ConvGeom dimsOf(const KernelOperands &k, ops::OpKind kind) {
+  ConvGeom d = ops::convGeom(kind, operandTypes(k), k.instr->attrs);
+  for (int64_t v : {d.kk() * d.groups, d.ohw(), d.o, d.groups})
+    if (v > INT_MAX) throw RuleError("conv2d dimension exceeds cuBLAS's int range");
+  return d;
+}
+
+/// The columns of one image, all groups.
+template <ops::OpKind Kind> int64_t columnFloats(const KernelOperands &k) {
+  ConvGeom d = dimsOf(k, Kind);
+  return d.kk() * d.groups * d.ohw();
+}
+
+/// The per-group geometry as cuBLAS ints.
+struct Gemm {
+  int og, kk, ohw, groups;
+  long long wStride, colStride, yStride; ///< one group's block in w (dw), cols, y (dy)
+};
+Gemm gemmOf(const ConvGeom &d) {
+  return {int(d.og()),
+          int(d.kk()),
+          int(d.ohw()),
+          int(d.groups),
+          static_cast<long long>(d.og() * d.kk()),
+          static_cast<long long>(d.kk() * d.ohw()),
+          static_cast<long long>(d.og() * d.ohw())};
+}
+
+Launch prepareConv2d(const KernelOperands &k) {
+  const ConvGeom d = dimsOf(k, ops::OpKind::Conv2d);
+  const bool bias = k.inputs.size() == 3;
+  const ConvDesc desc = descOf(d);
+  const Gemm g = gemmOf(d);
+  const float *x = cf(k.inPtr[0]), *w = cf(k.inPtr[1]), *b = bias ? cf(k.inPtr[2]) : nullptr;
+  float *y = f(k.outPtr);
+  KernelContext ctx = k.ctx;
+  return [=] {
+    const float one = 1.f, zero = 0.f;
+    for (int64_t n = 0; n < d.n; ++n) {
+      launchIm2col(x + n * d.c * d.h * d.w, ctx.scratch, desc, ctx.stream);
+      // y_g [og, ohw] = w_g [og, kk] cols_g [kk, ohw]
+      cublasCheck(cublasSgemmStridedBatched(ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_N, g.ohw, g.og, g.kk,
+                                            &one, ctx.scratch, g.ohw, g.colStride, w, g.kk,
+                                            g.wStride, &zero, y + n * d.o * d.ohw(), g.ohw,
+                                            g.yStride, g.groups),
+                  "cublasSgemmStridedBatched");
+    }
+    if (bias) launchAddChannelBias(y, b, d.n, d.o, d.ohw(), ctx.stream);
+  };
+}
+
+Launch prepareGradInput(const KernelOperands &k) {
+  const ConvGeom d = dimsOf(k, ops::OpKind::Conv2dGradInput);
+  const ConvDesc desc = descOf(d);
+  const Gemm g = gemmOf(d);
+  const float *dy = cf(k.inPtr[0]), *w = cf(k.inPtr[1]);
+  float *dx = f(k.outPtr);
+  KernelContext ctx = k.ctx;
+  return [=] {
+    const float one = 1.f, zero = 0.f;
+    for (int64_t n = 0; n < d.n; ++n) {
+      // cols_g [kk, ohw] = w_g^T [kk, og] dy_g [og, ohw]
+      cublasCheck(cublasSgemmStridedBatched(ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_T, g.ohw, g.kk, g.og,
+                                            &one, dy + n * d.o * d.ohw(), g.ohw, g.yStride, w, g.kk,
+                                            g.wStride, &zero, ctx.scratch, g.ohw, g.colStride,
+                                            g.groups),
+                  "cublasSgemmStridedBatched");
+      launchCol2im(ctx.scratch, dx + n * d.c * d.h * d.w, desc, ctx.stream);
+    }
+  };
+}
+
+Launch prepareGradWeight(const KernelOperands &k) {
+  const ConvGeom d = dimsOf(k, ops::OpKind::Conv2dGradWeight);
+  const ConvDesc desc = descOf(d);
+  const Gemm g = gemmOf(d);
+  const float *x = cf(k.inPtr[0]), *dy = cf(k.inPtr[1]);
+  float *dw = f(k.outPtr);
+  const int64_t count = d.o * d.kk();
+  KernelContext ctx = k.ctx;
+  return [=] {
+    if (d.n == 0) launchFill(dw, count, 0.f, ctx.stream);
+    const float one = 1.f, zero = 0.f;
+    for (int64_t n = 0; n < d.n; ++n) {
+      launchIm2col(x + n * d.c * d.h * d.w, ctx.scratch, desc, ctx.stream);
+      // dw_g [og, kk] (+)= dy_g [og, ohw] cols_g^T [ohw, kk]
+      cublasCheck(cublasSgemmStridedBatched(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, g.kk, g.og, g.ohw,
+                                            &one, ctx.scratch, g.ohw, g.colStride,
+                                            dy + n * d.o * d.ohw(), g.ohw, g.yStride,
+                                            n == 0 ? &zero : &one, dw, g.kk, g.wStride, g.groups),
+                  "cublasSgemmStridedBatched");
+    }
+  };
+}
+
+} // namespace
+
+namespace kernels::Conv {
+const CudaKernel Conv2d{columnFloats<ops::OpKind::Conv2d>, prepareConv2d};
+const CudaKernel Conv2dGradInput{columnFloats<ops::OpKind::Conv2dGradInput>, prepareGradInput};
+const CudaKernel Conv2dGradWeight{columnFloats<ops::OpKind::Conv2dGradWeight>,
+                                   prepareGradWeight};
+} // namespace kernels::Conv
 
 } // namespace mpc::runtime::cuda

@@ -2,8 +2,8 @@
 //
 // One record per op of ops/OpList.def, under the op's name: the list is the op
 // list, and op `Kind` of family `Family` is kernels::Family::Kind, defined in
-// runtime/cuda/kernels/<Family>.cpp next to the family's device code
-// (<Family>.cu). Built once, on first use.
+// runtime/cuda/kernels/<Family>.cu with the family's device code. Built
+// once, on first use.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/kernels/CudaKernels.h"

@@ -1,10 +1,12 @@
 //===- runtime/cuda/kernels/CudaKernels.h - op name -> CUDA kernel --------------===//
 //
 // The CUDA backend's KernelRegistry: for every op of the registry a record
-// that, at load, checks an instruction's buffers, says how much scratch it
-// needs and prepares a launch closure with every pointer, shape descriptor
-// and attribute already resolved. Executing an instruction is then one call
-// that enqueues work on the device's stream.
+// that, at load, says how much scratch an instruction needs and prepares a
+// launch closure with every pointer, shape descriptor and attribute already
+// resolved. The plan verifier has proven the instruction against its op's
+// schema (operand count, attributes, buffer types: plan/OpSignatures.h), so
+// a record checks only the device's limits. Executing an instruction is then
+// one call that enqueues work on the device's stream.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -51,8 +53,8 @@ using Launch = std::function<void()>;
 struct CudaKernel {
   /// Floats of scratch the launch needs (null: none).
   int64_t (*scratchFloats)(const KernelOperands &) = nullptr;
-  /// Checks the operands (throws RuleError with the reason) and returns the
-  /// launch.
+  /// Returns the launch; throws RuleError with the reason when the
+  /// instruction exceeds a device limit (a size beyond cuBLAS's int range).
   Launch (*prepare)(const KernelOperands &) = nullptr;
 };
 
@@ -60,7 +62,7 @@ struct CudaKernel {
 const KernelRegistry<CudaKernel> &cudaKernels();
 
 /// The kernels themselves: op `Kind` of family `Family` is
-/// kernels::Family::Kind, defined in kernels/<Family>.cpp. The list is the op
+/// kernels::Family::Kind, defined in kernels/<Family>.cu. The list is the op
 /// list (ops/OpList.def), so an op without a CUDA kernel does not link.
 namespace kernels {
 #define MPC_OP(Kind, Name, Family)                                                          \

@@ -52,8 +52,6 @@ StridedDesc pack(std::vector<Axis> axes) {
 } // namespace
 
 StridedDesc broadcastDesc(const Dims &out, const Dims &a, const Dims &b) {
-  if (a.size() > out.size() || b.size() > out.size())
-    throw RuleError("operand rank exceeds the result rank");
   Dims sa = broadcastStrides(a, out), sb = broadcastStrides(b, out);
   std::vector<Axis> axes;
   for (size_t i = 0; i < out.size(); ++i) axes.push_back({out[i], sa[i], sb[i]});
@@ -61,7 +59,6 @@ StridedDesc broadcastDesc(const Dims &out, const Dims &a, const Dims &b) {
 }
 
 StridedDesc broadcastDesc(const Dims &out, const Dims &in) {
-  if (in.size() > out.size()) throw RuleError("operand rank exceeds the result rank");
   Dims sa = broadcastStrides(in, out);
   std::vector<Axis> axes;
   for (size_t i = 0; i < out.size(); ++i) axes.push_back({out[i], sa[i], 0});

@@ -1,4 +1,9 @@
-//===- runtime/cuda/kernels/Embedding.cu - row gather and its scatter-add -===//
+//===- runtime/cuda/kernels/Embedding.cu - embedding and its gradient -----===//
+//
+// ids i32 of any shape index the rows of a table f32[V, D]; the result and
+// dy are f32 ids.shape + [D], seen as [N, D] with N the ids' count. The only
+// ops that index with data, so the only ones besides cross-entropy that
+// report bad values on the device.
 //
 // embedding gathers table rows by id, one warp per position. An id outside
 // [0, V) cannot throw on the device: it is reported to the device's
@@ -14,11 +19,13 @@
 // their dy rows in increasing position, threads across the row: the same
 // order as the CPU runtime, and no atomics. Rows no id names are zero.
 //
-//===----------------------------------------------------------------------===//
+//===------------------------------------------------------------------------===//
 #include "runtime/cuda/kernels/Common.cuh"
+#include "runtime/cuda/kernels/Prepare.h"
 
 #include "runtime/cuda/CudaCheck.h"
 
+#include <climits>
 #include <cub/device/device_radix_sort.cuh>
 
 namespace mpc::runtime::cuda {
@@ -26,6 +33,8 @@ namespace mpc::runtime::cuda {
 using namespace detail;
 
 namespace {
+
+// ---- device kernels and their launchers --------------------------------------
 
 __global__ void embeddingKernel(const int32_t *__restrict__ ids, const float *__restrict__ table,
                                 float *__restrict__ out, int64_t n, int64_t vocab, int64_t d,
@@ -117,8 +126,8 @@ size_t sortTempBytes(int64_t n, int64_t vocab) {
 /// 256-byte aligned.
 int64_t floatsFor(size_t bytes) { return int64_t((bytes + 255) / 256 * 64); }
 
-} // namespace
-
+/// out[n, :] = table[ids[n], :] for n in [0, n); an id outside [0, vocab) is
+/// reported to `err` and gives a zero row.
 void launchEmbedding(const int32_t *ids, const float *table, float *out, int64_t n,
                      int64_t vocab, int64_t d, DataErrorSink err, cudaStream_t stream) {
   if (n == 0) return;
@@ -133,6 +142,11 @@ int64_t embeddingGradScratchFloats(int64_t n, int64_t vocab) {
   return floatsFor(sortTempBytes(n, vocab)) + 4 * n;
 }
 
+/// out[v, :] = sum of dy[n, :] over the positions n with ids[n] == v, in
+/// increasing n (zero when there is none); ids outside [0, vocab) are
+/// reported and skipped. The positions are sorted by id with a stable radix
+/// sort in `scratch` (embeddingGradScratchFloats floats), then one block per
+/// row of the result sums its positions in order.
 void launchEmbeddingGrad(const int32_t *ids, const float *dy, float *out, int64_t n,
                          int64_t vocab, int64_t d, float *scratch, DataErrorSink err,
                          cudaStream_t stream) {
@@ -155,5 +169,64 @@ void launchEmbeddingGrad(const int32_t *ids, const float *dy, float *out, int64_
   embeddingGradRowsKernel<<<unsigned(blocks), threads, 0, stream>>>(keysOut, posOut, dy, out, n,
                                                                     vocab, d);
 }
+
+// ---- host side: at load, the launch of every step ---------------------------
+
+/// The ids' count, within the kernels' int range. Types and shapes: proven by
+/// the plan verifier.
+int64_t idCount(const plan::Buffer *ids) {
+  if (ids->numElements() > INT_MAX)
+    throw RuleError("more than " + std::to_string(INT_MAX) + " ids in buffer '" + ids->name + "'");
+  return ids->numElements();
+}
+
+Launch prepareEmbedding(const KernelOperands &k) {
+  const plan::Buffer *table = k.inputs[1];
+  int64_t vocab = table->shape[0], d = table->shape[1];
+  int64_t n = idCount(k.inputs[0]);
+  const int32_t *idp = static_cast<const int32_t *>(k.inPtr[0]);
+  const float *tp = cf(k.inPtr[1]);
+  float *out = f(k.outPtr);
+  KernelContext ctx = k.ctx;
+  return [=] { launchEmbedding(idp, tp, out, n, vocab, d, ctx.dataError, ctx.stream); };
+}
+
+/// N, V (num_embeddings, the result's rows) and D of embedding_grad, within
+/// the kernels' int range.
+struct GradShape {
+  int64_t n = 0, vocab = 0, d = 0;
+};
+GradShape checkGrad(const KernelOperands &k) {
+  GradShape g;
+  g.n = idCount(k.inputs[0]);
+  g.vocab = attrInt(k.instr->attrs, "num_embeddings");
+  if (g.vocab > INT_MAX)
+    throw RuleError("num_embeddings " + std::to_string(g.vocab) + " out of range");
+  g.d = k.output->shape[1];
+  return g;
+}
+
+int64_t embeddingGradScratch(const KernelOperands &k) {
+  GradShape g = checkGrad(k);
+  return embeddingGradScratchFloats(g.n, g.vocab);
+}
+
+Launch prepareEmbeddingGrad(const KernelOperands &k) {
+  GradShape g = checkGrad(k);
+  const int32_t *idp = static_cast<const int32_t *>(k.inPtr[0]);
+  const float *dy = cf(k.inPtr[1]);
+  float *out = f(k.outPtr);
+  KernelContext ctx = k.ctx;
+  return [=] {
+    launchEmbeddingGrad(idp, dy, out, g.n, g.vocab, g.d, ctx.scratch, ctx.dataError, ctx.stream);
+  };
+}
+
+} // namespace
+
+namespace kernels::Embedding {
+const CudaKernel Embedding{nullptr, prepareEmbedding};
+const CudaKernel EmbeddingGrad{embeddingGradScratch, prepareEmbeddingGrad};
+} // namespace kernels::Embedding
 
 } // namespace mpc::runtime::cuda

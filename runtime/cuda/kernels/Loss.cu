@@ -1,19 +1,20 @@
-//===- runtime/cuda/kernels/Loss.cu - cross-entropy and its gradient ----===//
+//===- runtime/cuda/kernels/Loss.cu - losses and their gradients ----------===//
 //
-// softmax_cross_entropy: one warp per row computes logsumexp(row) minus the
-// labelled logit into scratch (0 for a row labelled ignore_index), then a
-// fixed two-stage reduction sums the rows' losses (a float tree) and counts
-// the rows not ignored (an integer tree) and divides, so the loss is
-// deterministic; no row counted gives 0 / 0, NaN (reduction "sum" skips the
-// division: 0 then). The gradient needs the
-// count before any row: the same two stages count into scratch first. A
-// label outside [0, C) cannot throw on the device: it is reported to the
-// device's DataError record (checked by the host when it next reads data
-// back) and yields NaN. mse_loss is launchReduceAll with the
+// Cross-entropy takes logits f32[..., C] as rows of C classes. One warp per
+// row computes logsumexp(row) minus the labelled logit into scratch (0 for a
+// row labelled ignore_index), then a fixed two-stage reduction sums the rows'
+// losses (a float tree) and counts the rows not ignored (an integer tree) and
+// divides, so the loss is deterministic; no row counted gives 0 / 0, NaN
+// (reduction "sum" skips the division: 0 then). The gradient needs the count
+// before any row: the same two stages count into scratch first. A label
+// outside [0, C) cannot throw on the device: it is reported to the device's
+// DataError record (checked by the host when it next reads data back) and
+// yields NaN. mse_loss is launchReduceAll (Reduce.cu) with the
 // squared-difference form.
 //
-//===----------------------------------------------------------------------===//
+//===------------------------------------------------------------------------===//
 #include "runtime/cuda/kernels/Common.cuh"
+#include "runtime/cuda/kernels/Prepare.h"
 
 #include <cmath>
 
@@ -22,6 +23,8 @@ namespace mpc::runtime::cuda {
 using namespace detail;
 
 namespace {
+
+// ---- device kernels and their launchers --------------------------------------
 
 constexpr int kSumThreads = 256, kSumMaxBlocks = 1024, kSumPerThread = 8;
 
@@ -156,14 +159,18 @@ __global__ void crossEntropyGradKernel(const float *__restrict__ logits,
   }
 }
 
-} // namespace
-
 // Scratch of the loss: [partial counts: blocks (int64) | partial losses:
 // blocks | rowLoss: rows]; of the gradient: [partial counts: blocks (int64) |
 // count (int64)]. The scratch is 256-byte aligned, so the int64s are too.
 int64_t crossEntropyScratchFloats(int64_t rows) { return 3 * int64_t(sumBlocks(rows)) + rows; }
 int64_t crossEntropyGradScratchFloats(int64_t rows) { return 2 * int64_t(sumBlocks(rows)) + 2; }
 
+/// loss[0] = sum over counted rows n of (logsumexp(logits[n,:]) -
+/// logits[n, labels[n]]) / (counted rows), a row being counted when its label
+/// is not `ignoreIndex` (no row counted: NaN); with `sum` (reduction "sum")
+/// not divided (no row counted: 0). A counted label outside [0, C)
+/// is reported to `err` and makes the loss NaN. `scratch` holds
+/// crossEntropyScratchFloats(rows) floats.
 void launchSoftmaxCrossEntropy(const float *logits, const int32_t *labels, float *loss,
                                int64_t rows, int64_t classes, int64_t ignoreIndex, bool sum,
                                float *scratch, DataErrorSink err, cudaStream_t stream) {
@@ -182,6 +189,11 @@ void launchSoftmaxCrossEntropy(const float *logits, const int32_t *labels, float
                                                    nullptr, sum);
 }
 
+/// dlogits = dy[0] * (softmax(logits) - onehot(labels)) / (counted rows) (not
+/// divided with `sum`), 0 on
+/// the rows labelled `ignoreIndex`; a bad label gives a NaN row (and is
+/// reported). `scratch` holds crossEntropyGradScratchFloats(rows) floats (the
+/// count of counted rows, found by a fixed two-stage integer sum).
 void launchSoftmaxCrossEntropyGrad(const float *logits, const int32_t *labels, const float *dy,
                                    float *dlogits, int64_t rows, int64_t classes,
                                    int64_t ignoreIndex, bool sum, float *scratch,
@@ -196,5 +208,75 @@ void launchSoftmaxCrossEntropyGrad(const float *logits, const int32_t *labels, c
   crossEntropyGradKernel<<<warpGrid(rows), 32 * kWarpsPerBlock, 0, stream>>>(
       logits, labels, dy, count, dlogits, rows, classes, ignoreIndex, sum, err);
 }
+
+// ---- host side: at load, the launch of every step ---------------------------
+
+int64_t mseScratch(const KernelOperands &k) {
+  return allReduceScratchFloats(k.inputs[0]->numElements());
+}
+
+Launch prepareMse(const KernelOperands &k) {
+  int64_t n = k.inputs[0]->numElements();
+  float scale = float(1.0 / double(n));
+  const float *p = cf(k.inPtr[0]), *t = cf(k.inPtr[1]);
+  float *y = f(k.outPtr);
+  KernelContext ctx = k.ctx;
+  return [=] { launchReduceAll(p, t, y, n, scale, ctx.scratch, ctx.stream); };
+}
+
+/// logits f32[..., C] (rank >= 2, C >= 1) and labels i32[...], the logits'
+/// shape without its last axis (proven by the plan verifier): rows = numel / C.
+struct Logits {
+  int64_t rows = 0, classes = 0, ignoreIndex = -100;
+  bool sum = false; ///< reduction "sum" (else "mean")
+};
+Logits logitsOf(const KernelOperands &k) {
+  const plan::Buffer *logits = k.inputs[0];
+  Logits l;
+  l.classes = logits->shape.back();
+  l.rows = logits->numElements() / l.classes;
+  l.ignoreIndex = attrInt(k.instr->attrs, "ignore_index");
+  l.sum = attrString(k.instr->attrs, "reduction") == "sum";
+  return l;
+}
+
+int64_t crossEntropyScratch(const KernelOperands &k) {
+  return crossEntropyScratchFloats(logitsOf(k).rows);
+}
+int64_t crossEntropyGradScratch(const KernelOperands &k) {
+  return crossEntropyGradScratchFloats(logitsOf(k).rows);
+}
+
+Launch prepareCrossEntropy(const KernelOperands &k) {
+  Logits l = logitsOf(k);
+  const float *logits = cf(k.inPtr[0]);
+  const int32_t *labels = static_cast<const int32_t *>(k.inPtr[1]);
+  float *y = f(k.outPtr);
+  KernelContext ctx = k.ctx;
+  return [=] {
+    launchSoftmaxCrossEntropy(logits, labels, y, l.rows, l.classes, l.ignoreIndex, l.sum,
+                              ctx.scratch, ctx.dataError, ctx.stream);
+  };
+}
+
+Launch prepareCrossEntropyGrad(const KernelOperands &k) {
+  Logits l = logitsOf(k);
+  const float *logits = cf(k.inPtr[0]), *dy = cf(k.inPtr[2]);
+  const int32_t *labels = static_cast<const int32_t *>(k.inPtr[1]);
+  float *dx = f(k.outPtr);
+  KernelContext ctx = k.ctx;
+  return [=] {
+    launchSoftmaxCrossEntropyGrad(logits, labels, dy, dx, l.rows, l.classes, l.ignoreIndex, l.sum,
+                                  ctx.scratch, ctx.dataError, ctx.stream);
+  };
+}
+
+} // namespace
+
+namespace kernels::Loss {
+const CudaKernel MseLoss{mseScratch, prepareMse};
+const CudaKernel SoftmaxCrossEntropy{crossEntropyScratch, prepareCrossEntropy};
+const CudaKernel SoftmaxCrossEntropyGrad{crossEntropyGradScratch, prepareCrossEntropyGrad};
+} // namespace kernels::Loss
 
 } // namespace mpc::runtime::cuda

@@ -1,27 +1,34 @@
-//===- runtime/cuda/kernels/Norm.cu - layer_norm and its gradients ------===//
+//===- runtime/cuda/kernels/Norm.cu - layer_norm, batch_norm and their gradients ===//
 //
-// layer_norm over the last axis, a tensor seen as [rows, d]. One warp per
-// row: lanes stride over the row and combine in the fixed butterfly of
-// warpSum. The row statistics accumulate in float64 in two passes (mean,
-// then the biased variance around it), as the CPU and reference kernels
-// do, so a row of large values with a small spread keeps its variance; the
-// normalised value is formed in float64 too and stored as float32.
+// layer_norm normalises the last axis: x f32[..., D] seen as [rows, D], with
+// gamma and beta f32[D]. One warp per row: lanes stride over the row and
+// combine in the fixed butterfly of warpSum. The row statistics accumulate in
+// float64 in two passes (mean, then the biased variance around it), as the
+// CPU and reference kernels do, so a row of large values with a small spread
+// keeps its variance; the normalised value is formed in float64 too and
+// stored as float32. The backward ops recompute the row statistics from x
+// (the forward op keeps none).
 //
-// layer_norm_gamma_grad sums over rows, per column: the row statistics go
-// to scratch first (a warp per row), then the rows are cut into a fixed
-// number of chunks (a function of the shape only), each chunk summed per
-// column in row order by a 32 x 8 block (32 columns side by side, 8 row
-// strides, a fixed tree), and a last pass adds each column's chunk sums in
-// order. No atomics: the result is the same run after run.
+// layer_norm_gamma_grad sums over rows, per column: the row statistics go to
+// scratch first (a warp per row), then the rows are cut into a fixed number
+// of chunks (a function of the shape only), each chunk summed per column in
+// row order by a 32 x 8 block (32 columns side by side, 8 row strides, a
+// fixed tree), and a last pass adds each column's chunk sums in order. No
+// atomics: the result is the same run after run.
 //
-// batch_norm and its backward ops run one 256-thread block per channel: the
-// threads stride over the channel's elements of x seen as [outer, C, inner],
-// and the block sums in float64 over a fixed tree (blockSum of Common.cuh),
-// so the statistics do not depend on timing. The backward block reduces first and
-// then writes its channel's dx, so it needs no scratch.
+// batch_norm normalises per channel, x seen as [outer, C, inner] around its
+// `axis`; with operands running_mean and running_var (C each) it uses those
+// instead of the batch's statistics, and so do its backward ops.
+// batch_norm_update folds the batch statistics into the running ones in
+// place. Each runs one 256-thread block per channel: the threads stride over
+// the channel's elements, and the block sums in float64 over a fixed tree
+// (blockSum of Common.cuh), so the statistics do not depend on timing. The
+// backward block reduces first and then writes its channel's dx, so it needs
+// no scratch.
 //
-//===----------------------------------------------------------------------===//
+//===------------------------------------------------------------------------===//
 #include "runtime/cuda/kernels/Common.cuh"
+#include "runtime/cuda/kernels/Prepare.h"
 
 #include <cmath>
 
@@ -30,6 +37,16 @@ namespace mpc::runtime::cuda {
 using namespace detail;
 
 namespace {
+
+/// batch_norm and its gradients over x seen as [outer, c, inner] (c the
+/// channels): one block per channel, statistics and sums in float64 over a
+/// fixed tree. `runMean`/`runVar` null: the channel's batch statistics
+/// (biased variance), else those running statistics.
+struct ChannelShape {
+  int64_t outer = 1, c = 1, inner = 1;
+};
+
+// ---- device kernels and their launchers --------------------------------------
 
 constexpr int kColX = 32, kColY = 8; // gamma-gradient block: columns x row strides
 constexpr int64_t kMaxChunks = 64, kRowsPerChunk = 256;
@@ -148,8 +165,8 @@ int64_t gammaChunks(int64_t rows) {
   return c < kMaxChunks ? c : kMaxChunks;
 }
 
-} // namespace
-
+/// layer_norm over rows of `d` elements, statistics in float64 (biased
+/// variance): y = (x - mean) / sqrt(var + eps) * gamma + beta.
 void launchLayerNorm(const float *x, const float *gamma, const float *beta, float *y,
                      int64_t rows, int64_t d, double eps, cudaStream_t stream) {
   if (rows == 0 || d == 0) return;
@@ -157,6 +174,7 @@ void launchLayerNorm(const float *x, const float *gamma, const float *beta, floa
                                                                       d, eps);
 }
 
+/// dx of layer_norm: rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma.
 void launchLayerNormGrad(const float *x, const float *gamma, const float *dy, float *dx,
                          int64_t rows, int64_t d, double eps, cudaStream_t stream) {
   if (rows == 0 || d == 0) return;
@@ -169,6 +187,9 @@ int64_t layerNormGammaGradScratchFloats(int64_t rows, int64_t d) {
   return 2 * (2 * rows + gammaChunks(rows) * d);
 }
 
+/// dgamma[j] = sum over rows r of dy[r, j] * xhat[r, j]: the row statistics
+/// into scratch, then a fixed split of the rows per column, then the partial
+/// sums of each column in order. `scratch` holds layerNormGammaGradScratchFloats.
 void launchLayerNormGammaGrad(const float *x, const float *dy, float *dgamma, int64_t rows,
                               int64_t d, double eps, float *scratch, cudaStream_t stream) {
   if (d == 0) return;
@@ -184,8 +205,6 @@ void launchLayerNormGammaGrad(const float *x, const float *dy, float *dgamma, in
                                                                   chunk);
   gammaGradFinishKernel<<<gridFor(d), kThreads, 0, stream>>>(partial, dgamma, d, chunks);
 }
-
-namespace {
 
 constexpr int kChannelThreads = 256;
 
@@ -303,8 +322,7 @@ __global__ void batchNormUpdateKernel(float *runMean, float *runVar, const float
 /// One block per channel; nothing to do without channels.
 unsigned channelGrid(ChannelShape s) { return unsigned(s.c); }
 
-} // namespace
-
+/// y = (x - mean) * rstd * gamma + beta per channel.
 void launchBatchNorm(const float *x, const float *gamma, const float *beta, const float *runMean,
                      const float *runVar, float *y, ChannelShape s, double eps,
                      cudaStream_t stream) {
@@ -313,6 +331,8 @@ void launchBatchNorm(const float *x, const float *gamma, const float *beta, cons
                                                                   runVar, y, s, eps);
 }
 
+/// dx: with batch statistics rstd * (g - mean(g) - xhat * mean(g * xhat)),
+/// g = dy * gamma; with running ones dy * gamma * rstd.
 void launchBatchNormGrad(const float *x, const float *gamma, const float *dy,
                          const float *runMean, const float *runVar, float *dx, ChannelShape s,
                          double eps, cudaStream_t stream) {
@@ -321,6 +341,7 @@ void launchBatchNormGrad(const float *x, const float *gamma, const float *dy,
                                                                       runVar, dx, s, eps);
 }
 
+/// dgamma[c] = sum over channel c of dy * xhat.
 void launchBatchNormGammaGrad(const float *x, const float *dy, const float *runMean,
                               const float *runVar, float *dgamma, ChannelShape s, double eps,
                               cudaStream_t stream) {
@@ -334,6 +355,9 @@ void launchBatchNormGammaGrad(const float *x, const float *dy, const float *runM
                                                                            eps);
 }
 
+/// running = momentum * running + (1 - momentum) * batch statistic, in place
+/// (mean, biased variance); `out` (the result) gets the new running mean
+/// unless it is `runMean` itself.
 void launchBatchNormUpdate(float *runMean, float *runVar, const float *x, float *out,
                            ChannelShape s, double momentum, cudaStream_t stream) {
   if (s.c == 0) return;
@@ -342,5 +366,136 @@ void launchBatchNormUpdate(float *runMean, float *runVar, const float *x, float 
   batchNormUpdateKernel<<<channelGrid(s), kChannelThreads, 0, stream>>>(runMean, runVar, x, out,
                                                                         s, momentum);
 }
+
+// ---- host side: at load, the launch of every step ---------------------------
+
+/// x f32 of rank >= 1 as [rows, D], D its last axis. The operand types, with
+/// gamma, beta and dgamma f32[D]: proven by the plan verifier.
+struct Rows {
+  int64_t rows = 0, d = 0;
+};
+Rows rowsOf(const plan::Buffer *x) {
+  Rows r;
+  r.d = x->shape.back();
+  r.rows = r.d == 0 ? 0 : x->numElements() / r.d;
+  return r;
+}
+
+double epsOf(const KernelOperands &k) { return attrFloat(k.instr->attrs, "eps"); }
+
+Launch prepareLayerNorm(const KernelOperands &k) {
+  Rows r = rowsOf(k.inputs[0]);
+  double eps = epsOf(k);
+  const float *x = cf(k.inPtr[0]), *gamma = cf(k.inPtr[1]), *beta = cf(k.inPtr[2]);
+  float *y = f(k.outPtr);
+  cudaStream_t s = k.ctx.stream;
+  return [=] { launchLayerNorm(x, gamma, beta, y, r.rows, r.d, eps, s); };
+}
+
+Launch prepareLayerNormGrad(const KernelOperands &k) {
+  Rows r = rowsOf(k.inputs[0]);
+  double eps = epsOf(k);
+  const float *x = cf(k.inPtr[0]), *gamma = cf(k.inPtr[1]), *dy = cf(k.inPtr[2]);
+  float *dx = f(k.outPtr);
+  cudaStream_t s = k.ctx.stream;
+  return [=] { launchLayerNormGrad(x, gamma, dy, dx, r.rows, r.d, eps, s); };
+}
+
+int64_t gammaGradScratch(const KernelOperands &k) {
+  Rows r = rowsOf(k.inputs[0]);
+  return layerNormGammaGradScratchFloats(r.rows, r.d);
+}
+
+Launch prepareLayerNormGammaGrad(const KernelOperands &k) {
+  Rows r = rowsOf(k.inputs[0]);
+  double eps = epsOf(k);
+  const float *x = cf(k.inPtr[0]), *dy = cf(k.inPtr[1]);
+  float *dgamma = f(k.outPtr);
+  KernelContext ctx = k.ctx;
+  return [=] {
+    launchLayerNormGammaGrad(x, dy, dgamma, r.rows, r.d, eps, ctx.scratch, ctx.stream);
+  };
+}
+
+// --- batch_norm ---------------------------------------------------------
+
+/// x f32 of rank >= 2 split around its channel axis (attribute `axis`). The
+/// operand types, with the per-channel operands and dgamma f32[C]: proven by
+/// the plan verifier.
+ChannelShape channelsOf(const KernelOperands &k, const plan::Buffer *x) {
+  int64_t rank = int64_t(x->shape.size());
+  int64_t axis = attrInt(k.instr->attrs, "axis");
+  int64_t a = axis < 0 ? axis + rank : axis;
+  ChannelShape s;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (i < a) s.outer *= x->shape[size_t(i)];
+    else if (i == a) s.c = x->shape[size_t(i)];
+    else s.inner *= x->shape[size_t(i)];
+  }
+  return s;
+}
+
+/// Running mean and variance at operands first, first + 1, or nulls (the
+/// plan verifier proved they come together).
+struct Running {
+  const float *mean = nullptr, *var = nullptr;
+};
+Running runningOf(const KernelOperands &k, size_t first) {
+  if (k.inputs.size() != first + 2) return {};
+  return {cf(k.inPtr[first]), cf(k.inPtr[first + 1])};
+}
+
+Launch prepareBatchNorm(const KernelOperands &k) {
+  ChannelShape cs = channelsOf(k, k.inputs[0]);
+  Running r = runningOf(k, 3);
+  double eps = epsOf(k);
+  const float *x = cf(k.inPtr[0]), *gamma = cf(k.inPtr[1]), *beta = cf(k.inPtr[2]);
+  float *y = f(k.outPtr);
+  cudaStream_t s = k.ctx.stream;
+  return [=] { launchBatchNorm(x, gamma, beta, r.mean, r.var, y, cs, eps, s); };
+}
+
+Launch prepareBatchNormGrad(const KernelOperands &k) {
+  ChannelShape cs = channelsOf(k, k.inputs[0]);
+  Running r = runningOf(k, 3);
+  double eps = epsOf(k);
+  const float *x = cf(k.inPtr[0]), *gamma = cf(k.inPtr[1]), *dy = cf(k.inPtr[2]);
+  float *dx = f(k.outPtr);
+  cudaStream_t s = k.ctx.stream;
+  return [=] { launchBatchNormGrad(x, gamma, dy, r.mean, r.var, dx, cs, eps, s); };
+}
+
+Launch prepareBatchNormGammaGrad(const KernelOperands &k) {
+  ChannelShape cs = channelsOf(k, k.inputs[0]);
+  Running r = runningOf(k, 2);
+  double eps = epsOf(k);
+  const float *x = cf(k.inPtr[0]), *dy = cf(k.inPtr[1]);
+  float *dgamma = f(k.outPtr);
+  cudaStream_t s = k.ctx.stream;
+  return [=] { launchBatchNormGammaGrad(x, dy, r.mean, r.var, dgamma, cs, eps, s); };
+}
+
+Launch prepareBatchNormUpdate(const KernelOperands &k) {
+  ChannelShape cs = channelsOf(k, k.inputs[2]);
+  double momentum = attrFloat(k.instr->attrs, "momentum");
+  // In place: the running statistics are the instruction's operands 0 and 1.
+  float *mean = f(k.inPtr[0]), *var = f(k.inPtr[1]);
+  const float *x = cf(k.inPtr[2]);
+  float *out = f(k.outPtr);
+  cudaStream_t s = k.ctx.stream;
+  return [=] { launchBatchNormUpdate(mean, var, x, out, cs, momentum, s); };
+}
+
+} // namespace
+
+namespace kernels::Norm {
+const CudaKernel LayerNorm{nullptr, prepareLayerNorm};
+const CudaKernel LayerNormGrad{nullptr, prepareLayerNormGrad};
+const CudaKernel LayerNormGammaGrad{gammaGradScratch, prepareLayerNormGammaGrad};
+const CudaKernel BatchNorm{nullptr, prepareBatchNorm};
+const CudaKernel BatchNormGrad{nullptr, prepareBatchNormGrad};
+const CudaKernel BatchNormGammaGrad{nullptr, prepareBatchNormGammaGrad};
+const CudaKernel BatchNormUpdate{nullptr, prepareBatchNormUpdate};
+} // namespace kernels::Norm
 
 } // namespace mpc::runtime::cuda

@@ -1,4 +1,4 @@
-//===- runtime/cuda/kernels/Optimizer.cu - sgd_update and adam_update ---===//
+//===- runtime/cuda/kernels/Optimizer.cu - parameter updates --------------===//
 //
 // In-place parameter updates with torch.optim semantics, identical in
 // definition to the reference kernels in ir/ops/Optimizer.cpp:
@@ -13,8 +13,11 @@
 // Elements are computed in float64 and stored as float32, like the CPU
 // runtime's kernels.
 //
-//===----------------------------------------------------------------------===//
+//===------------------------------------------------------------------------===//
 #include "runtime/cuda/kernels/Common.cuh"
+#include "runtime/cuda/kernels/Prepare.h"
+
+#include "runtime/cuda/CudaCheck.h"
 
 #include <cmath>
 
@@ -23,6 +26,26 @@ namespace mpc::runtime::cuda {
 using namespace detail;
 
 namespace {
+
+/// Optimizer updates compute each element in float64 and store float32,
+/// like the CPU runtime's kernels, so both runtimes agree to the last bits
+/// or nearly.
+/// torch.optim.SGD on n elements in place; momentumBuf and step may be null
+/// (no momentum). `step` (f32[1]) is 0 on the first step and is incremented
+/// after the update by a second, single-thread kernel.
+struct SgdHyper {
+  double lr = 0, momentum = 0, dampening = 0, weightDecay = 0;
+  bool nesterov = false;
+};
+
+/// torch.optim.Adam / AdamW (decoupled) in place; `step` is incremented first
+/// (a single-thread kernel) and read by the update.
+struct AdamHyper {
+  double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weightDecay = 0;
+  bool decoupled = false;
+};
+
+// ---- device kernels and their launchers --------------------------------------
 
 __global__ void incrementKernel(float *step) { step[0] += 1.f; }
 
@@ -66,8 +89,6 @@ __global__ void adamKernel(float *__restrict__ p, const float *__restrict__ grad
   }
 }
 
-} // namespace
-
 void launchSgdUpdate(float *param, const float *grad, float *momentumBuf, float *step, int64_t n,
                      const SgdHyper &h, cudaStream_t stream) {
   if (n > 0) sgdKernel<<<gridFor(n), kThreads, 0, stream>>>(param, grad, momentumBuf, step, n, h);
@@ -79,5 +100,63 @@ void launchAdamUpdate(float *param, const float *grad, float *m, float *v, float
   incrementKernel<<<1, 1, 0, stream>>>(step);
   if (n > 0) adamKernel<<<gridFor(n), kThreads, 0, stream>>>(param, grad, m, v, step, n, h);
 }
+
+// ---- host side: at load, the launch of every step ---------------------------
+
+/// Copies the updated parameter into the op's result when the plan gave the
+/// result its own buffer.
+void copyResult(const KernelOperands &k, cudaStream_t s) {
+  if (k.outPtr != k.inPtr[0] && k.output->bytes)
+    cudaCheck(cudaMemcpyAsync(k.outPtr, k.inPtr[0], k.output->bytes, cudaMemcpyDeviceToDevice, s),
+              "cudaMemcpyAsync");
+}
+
+Launch prepareSgd(const KernelOperands &k) {
+  SgdHyper h;
+  h.lr = attrFloat(k.instr->attrs, "lr");
+  h.momentum = attrFloat(k.instr->attrs, "momentum");
+  h.dampening = attrFloat(k.instr->attrs, "dampening");
+  h.weightDecay = attrFloat(k.instr->attrs, "weight_decay");
+  h.nesterov = attrBool(k.instr->attrs, "nesterov");
+  // momentum_buf and step come together, and with any momentum: proven by the
+  // plan verifier.
+  bool state = k.inputs.size() == 4;
+  float *p = f(k.inPtr[0]), *buf = state ? f(k.inPtr[2]) : nullptr;
+  float *step = state ? f(k.inPtr[3]) : nullptr;
+  const float *g = cf(k.inPtr[1]);
+  int64_t n = k.inputs[0]->numElements();
+  KernelOperands copy = k;
+  cudaStream_t s = k.ctx.stream;
+  return [=] {
+    launchSgdUpdate(p, g, buf, step, n, h, s);
+    copyResult(copy, s);
+  };
+}
+
+Launch prepareAdam(const KernelOperands &k) {
+  AdamHyper h;
+  h.lr = attrFloat(k.instr->attrs, "lr");
+  h.beta1 = attrFloat(k.instr->attrs, "beta1");
+  h.beta2 = attrFloat(k.instr->attrs, "beta2");
+  h.eps = attrFloat(k.instr->attrs, "eps");
+  h.weightDecay = attrFloat(k.instr->attrs, "weight_decay");
+  h.decoupled = attrBool(k.instr->attrs, "decoupled");
+  float *p = f(k.inPtr[0]), *m = f(k.inPtr[2]), *v = f(k.inPtr[3]), *step = f(k.inPtr[4]);
+  const float *g = cf(k.inPtr[1]);
+  int64_t n = k.inputs[0]->numElements();
+  KernelOperands copy = k;
+  cudaStream_t s = k.ctx.stream;
+  return [=] {
+    launchAdamUpdate(p, g, m, v, step, n, h, s);
+    copyResult(copy, s);
+  };
+}
+
+} // namespace
+
+namespace kernels::Optimizer {
+const CudaKernel SgdUpdate{nullptr, prepareSgd};
+const CudaKernel AdamUpdate{nullptr, prepareAdam};
+} // namespace kernels::Optimizer
 
 } // namespace mpc::runtime::cuda

@@ -1,14 +1,18 @@
 //===- runtime/cuda/kernels/Pool.cu - max, average and global pooling -----===//
 //
-// One thread per output element for the forward pools, one per input
-// element for their gradients: each gathers dy from the windows that reach
-// it, in output order, recomputing a max window's first maximum (PyTorch's
-// tie rule) where the CPU scatters; the sums meet each element in the same
-// order, so both runtimes agree bit for bit. global_avg_pool2d sums each
-// plane in order in float64, one thread per plane.
+// The window geometry comes from ops/Window.h, as on the CPU. One thread per
+// output element for the forward pools, one per input element for their
+// gradients: each gathers dy from the windows that reach it, in output order,
+// recomputing a max window's first maximum (PyTorch's tie rule) where the CPU
+// scatters; the sums meet each element in the same order, so both runtimes
+// agree bit for bit. global_avg_pool2d sums each plane in order in float64,
+// one thread per plane.
 //
-//===----------------------------------------------------------------------===//
+//===------------------------------------------------------------------------===//
 #include "runtime/cuda/kernels/Common.cuh"
+#include "runtime/cuda/kernels/Prepare.h"
+
+#include "ops/Window.h"
 
 namespace mpc::runtime::cuda {
 
@@ -16,11 +20,22 @@ using namespace detail;
 
 namespace {
 
+/// Pooling over `planes` (n * c) planes of h x w to oh x ow (ops/Window.h's
+/// PoolGeom). Windows as the CPU: max keeps the first maximum (rows, then
+/// columns); the gradients gather, each input element adding the windows
+/// that reach it in output order, so results are the CPU's bit for bit.
+struct PoolDesc {
+  int64_t planes, h, w, kh, kw, sh, sw, ph, pw, oh, ow;
+  bool countPad;
+};
+
+// ---- device kernels and their launchers --------------------------------------
+
 struct Win {
   int64_t y0, y1, x0, x1, divisor;
 };
 
-/// runtime/Windows.cpp's poolWindow.
+/// ops/Window.cpp's poolWindow.
 __device__ inline Win windowAt(const PoolDesc &d, int64_t oy, int64_t ox) {
   int64_t y0 = oy * d.sh - d.ph, x0 = ox * d.sw - d.pw;
   int64_t y1 = min(y0 + d.kh, d.h + d.ph), x1 = min(x0 + d.kw, d.w + d.pw);
@@ -119,8 +134,6 @@ __global__ void globalAvgPoolKernel(const float *__restrict__ x, float *__restri
   }
 }
 
-} // namespace
-
 void launchMaxPool2d(const float *x, float *y, const PoolDesc &d, cudaStream_t stream) {
   const int64_t total = d.planes * d.oh * d.ow;
   if (total == 0) return;
@@ -146,10 +159,70 @@ void launchAvgPool2dGrad(const float *dy, float *dx, const PoolDesc &d, cudaStre
   avgPoolGradKernel<<<gridFor(total), kThreads, 0, stream>>>(dy, dx, d, total);
 }
 
+/// y[p] = mean of the `plane` elements of plane p, summed in order in float64.
 void launchGlobalAvgPool2d(const float *x, float *y, int64_t planes, int64_t plane,
                            cudaStream_t stream) {
   if (planes == 0) return;
   globalAvgPoolKernel<<<gridFor(planes), kThreads, 0, stream>>>(x, y, planes, plane);
 }
+
+// ---- host side: at load, the launch of every step ---------------------------
+
+/// The geometry of the instruction's pool (op `kind`) as a descriptor.
+PoolDesc descOf(const KernelOperands &k, ops::OpKind kind) {
+  ops::PoolGeom d = ops::poolGeom(kind, operandTypes(k), k.instr->attrs);
+  return {d.n * d.c, d.h, d.w, d.kh, d.kw, d.sh, d.sw, d.ph, d.pw, d.oh, d.ow, d.countPad};
+}
+
+Launch prepareMaxPool(const KernelOperands &k) {
+  PoolDesc d = descOf(k, ops::OpKind::MaxPool2d);
+  const float *x = cf(k.inPtr[0]);
+  float *y = f(k.outPtr);
+  cudaStream_t s = k.ctx.stream;
+  return [=] { launchMaxPool2d(x, y, d, s); };
+}
+
+Launch prepareAvgPool(const KernelOperands &k) {
+  PoolDesc d = descOf(k, ops::OpKind::AvgPool2d);
+  const float *x = cf(k.inPtr[0]);
+  float *y = f(k.outPtr);
+  cudaStream_t s = k.ctx.stream;
+  return [=] { launchAvgPool2d(x, y, d, s); };
+}
+
+Launch prepareMaxPoolGrad(const KernelOperands &k) {
+  PoolDesc d = descOf(k, ops::OpKind::MaxPool2dGrad);
+  const float *x = cf(k.inPtr[0]), *dy = cf(k.inPtr[1]);
+  float *dx = f(k.outPtr);
+  cudaStream_t s = k.ctx.stream;
+  return [=] { launchMaxPool2dGrad(x, dy, dx, d, s); };
+}
+
+Launch prepareAvgPoolGrad(const KernelOperands &k) {
+  PoolDesc d = descOf(k, ops::OpKind::AvgPool2dGrad);
+  const float *dy = cf(k.inPtr[0]);
+  float *dx = f(k.outPtr);
+  cudaStream_t s = k.ctx.stream;
+  return [=] { launchAvgPool2dGrad(dy, dx, d, s); };
+}
+
+Launch prepareGlobalAvgPool(const KernelOperands &k) {
+  const plan::Buffer *x = k.inputs[0];
+  const int64_t planes = x->shape[0] * x->shape[1], plane = x->shape[2] * x->shape[3];
+  const float *xp = cf(k.inPtr[0]);
+  float *y = f(k.outPtr);
+  cudaStream_t s = k.ctx.stream;
+  return [=] { launchGlobalAvgPool2d(xp, y, planes, plane, s); };
+}
+
+} // namespace
+
+namespace kernels::Pool {
+const CudaKernel MaxPool2d{nullptr, prepareMaxPool};
+const CudaKernel MaxPool2dGrad{nullptr, prepareMaxPoolGrad};
+const CudaKernel AvgPool2d{nullptr, prepareAvgPool};
+const CudaKernel AvgPool2dGrad{nullptr, prepareAvgPoolGrad};
+const CudaKernel GlobalAvgPool2d{nullptr, prepareGlobalAvgPool};
+} // namespace kernels::Pool
 
 } // namespace mpc::runtime::cuda

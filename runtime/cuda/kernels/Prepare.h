@@ -1,14 +1,17 @@
 //===- runtime/cuda/kernels/Prepare.h - helpers of the CUDA prepare fns -===//
 //
-// What the host side of every CUDA kernel family shares: operand checks
-// (they throw RuleError with the reason, and the runtime adds the device and
-// instruction), axis normalisation, the [outer, size, inner] view of a
-// tensor around one axis, and the copy launch of the identity ops. The
-// typed attribute reads are plan/Attrs.h, shared with the CPU.
+// What the host side of every CUDA kernel family shares: the operand types,
+// axis normalisation, the [outer, size, inner] view of a tensor around one
+// axis, and the copy launch of the identity ops. The typed attribute reads
+// are plan/Attrs.h, shared with the CPU. Operand counts, attributes and
+// buffer types were proven by the plan verifier (plan/OpSignatures.h), so a
+// prepare function checks only the device's limits; it throws RuleError with
+// the reason, and the runtime adds the device and instruction.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ops/Type.h"
 #include "plan/Attrs.h"
 #include "runtime/cuda/kernels/CudaKernels.h"
 #include "runtime/cuda/kernels/Kernels.h"
@@ -26,10 +29,10 @@ using plan::attrInt;
 using plan::attrInts;
 using plan::attrString;
 
-void requireArity(const KernelOperands &k, size_t lo, size_t hi);
-void requireF32(const plan::Buffer *b);
-void requireSameCount(const plan::Buffer *a, const plan::Buffer *b);
-/// `axis` in [-rank, rank) made non-negative.
+/// The operands' types, for the op contract's geometry (ops/Window.h).
+std::vector<ops::TensorType> operandTypes(const KernelOperands &k);
+
+/// `axis`, in [-rank, rank) (proven by the plan verifier), made non-negative.
 int64_t normAxis(int64_t axis, size_t rank);
 
 inline float *f(void *p) { return static_cast<float *>(p); }

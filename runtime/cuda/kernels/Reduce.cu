@@ -1,4 +1,4 @@
-//===- runtime/cuda/kernels/Reduce.cu - sum and mean over axes ----------===//
+//===- runtime/cuda/kernels/Reduce.cu - sums, means, broadcast_to ---------===//
 //
 // Deterministic reductions. The partition of the reduced elements among
 // threads and blocks depends only on the shape, and partial sums combine in
@@ -9,17 +9,23 @@
 //     split per output into scratch, then a second tree pass;
 //   * column variant (the last dim is kept): a 32 x 16 block, 32 outputs
 //     side by side (coalesced reads), 16 partial sums each, then a tree;
-//   * full reduction (mse_loss, cross-entropy rows): a fixed grid of partial
-//     sums into scratch, then one block's tree.
+//   * full reduction (a sum to one element, mse_loss): a fixed grid of
+//     partial sums into scratch, then one block's tree.
+// broadcast_to is a strided gather (launchGather, Elementwise.cu).
 //
-//===----------------------------------------------------------------------===//
+//===------------------------------------------------------------------------===//
 #include "runtime/cuda/kernels/Common.cuh"
+#include "runtime/cuda/kernels/Prepare.h"
+
+#include "runtime/cuda/kernels/Descriptors.h"
 
 namespace mpc::runtime::cuda {
 
 using namespace detail;
 
 namespace {
+
+// ---- device kernels and their launchers --------------------------------------
 
 constexpr int kSplit = 64;           // blocks per output on the split path
 constexpr int kColX = 32, kColY = 16; // column variant block shape
@@ -124,12 +130,12 @@ __global__ void reduceAllFinishKernel(const float *__restrict__ partial, int64_t
   if (threadIdx.x == 0) y[0] = scale * total;
 }
 
-} // namespace
-
 int64_t reduceScratchFloats(const ReduceDesc &d) {
   return useSplit(d) ? d.out.count * kSplit : 0;
 }
 
+/// y[o] = scale * sum_r x[o, r]. `scratch` must hold reduceScratchFloats(d)
+/// floats (used by the split path of large reductions to few outputs).
 void launchReduceSum(const float *x, float *y, const ReduceDesc &d, float scale, float *scratch,
                      cudaStream_t stream) {
   if (d.out.count == 0) return;
@@ -149,6 +155,46 @@ void launchReduceSum(const float *x, float *y, const ReduceDesc &d, float scale,
   }
 }
 
+// ---- host side: at load, the launch of every step ---------------------------
+
+ReduceDesc reduceOf(const KernelOperands &k) {
+  const plan::Buffer *x = k.inputs[0];
+  std::vector<int64_t> axes = attrInts(k.instr->attrs, "axes");
+  std::vector<bool> reduced(x->shape.size(), axes.empty());
+  for (int64_t a : axes) reduced[size_t(normAxis(a, x->shape.size()))] = true;
+  return reduceDesc(x->shape, reduced);
+}
+
+int64_t reduceScratch(const KernelOperands &k) {
+  ReduceDesc d = reduceOf(k);
+  if (d.out.count == 1) return allReduceScratchFloats(d.red.count);
+  return reduceScratchFloats(d);
+}
+
+template <bool Mean> Launch prepareReduce(const KernelOperands &k) {
+  ReduceDesc d = reduceOf(k);
+  float scale = Mean ? float(1.0 / double(d.red.count)) : 1.f;
+  if (Mean && d.red.count == 0) scale = NAN;
+  const float *x = cf(k.inPtr[0]);
+  float *y = f(k.outPtr);
+  KernelContext ctx = k.ctx;
+  if (d.out.count == 1 && d.red.count > 0)
+    return [=] { launchReduceAll(x, nullptr, y, d.red.count, scale, ctx.scratch, ctx.stream); };
+  return [=] { launchReduceSum(x, y, d, scale, ctx.scratch, ctx.stream); };
+}
+
+Launch prepareBroadcastTo(const KernelOperands &k) {
+  StridedDesc d = broadcastDesc(k.output->shape, k.inputs[0]->shape);
+  const uint32_t *x = static_cast<const uint32_t *>(k.inPtr[0]);
+  uint32_t *y = static_cast<uint32_t *>(k.outPtr);
+  cudaStream_t s = k.ctx.stream;
+  return [=] { launchGather(x, y, d, s); };
+}
+
+} // namespace
+
+// Shared with the Loss family (mse_loss).
+
 int64_t allReduceScratchFloats(int64_t n) { return allBlocks(n); }
 
 void launchReduceAll(const float *a, const float *b, float *y, int64_t n, float scale,
@@ -157,5 +203,11 @@ void launchReduceAll(const float *a, const float *b, float *y, int64_t n, float 
   reduceAllPartialKernel<<<blocks, kAllThreads, 0, stream>>>(a, b, scratch, n);
   reduceAllFinishKernel<<<1, 1024, 0, stream>>>(scratch, blocks, y, scale);
 }
+
+namespace kernels::Reduce {
+const CudaKernel Sum{reduceScratch, prepareReduce<false>};
+const CudaKernel Mean{reduceScratch, prepareReduce<true>};
+const CudaKernel BroadcastTo{nullptr, prepareBroadcastTo};
+} // namespace kernels::Reduce
 
 } // namespace mpc::runtime::cuda

@@ -1,4 +1,4 @@
-//===- runtime/cuda/kernels/Softmax.cu - softmax, log_softmax, grad -----===//
+//===- runtime/cuda/kernels/Softmax.cu - softmax along an axis, causal_mask ===//
 //
 // Normalisation along one axis of a tensor seen as [outer, size, inner].
 // When the axis is the last one (inner == 1, the common case) one warp
@@ -8,12 +8,13 @@
 // the reference kernel.
 //
 // causal_mask, which feeds attention scores to softmax, is a copy that sets
-// the entries above the diagonal of each [rows, cols] matrix: a block per
-// matrix row, its threads over the columns. In place (y == x) it writes only
-// the masked entries.
+// the entries above the diagonal of each [rows, cols] matrix (the tensor seen
+// as [matrices, rows, cols]): a block per matrix row, its threads over the
+// columns. In place (y == x) it writes only the masked entries.
 //
-//===----------------------------------------------------------------------===//
+//===------------------------------------------------------------------------===//
 #include "runtime/cuda/kernels/Common.cuh"
+#include "runtime/cuda/kernels/Prepare.h"
 
 #include <cmath>
 
@@ -22,6 +23,11 @@ namespace mpc::runtime::cuda {
 using namespace detail;
 
 namespace {
+
+/// Softmax family along one axis, the tensor seen as [outer, size, inner].
+enum class SoftmaxKind : int { Softmax, LogSoftmax };
+
+// ---- device kernels and their launchers --------------------------------------
 
 template <bool Log>
 __global__ void softmaxRowKernel(const float *__restrict__ x, float *__restrict__ y,
@@ -105,8 +111,8 @@ __global__ void causalMaskKernel(const float *x, float *y, int64_t matRows, int6
   }
 }
 
-} // namespace
-
+/// y = x with y[m, i, j] = value where j > i, x seen as [mats, rows, cols]
+/// (causal_mask). y may be x (then only the masked entries are written).
 void launchCausalMask(const float *x, float *y, int64_t mats, int64_t rows, int64_t cols,
                       float value, cudaStream_t stream) {
   int64_t matRows = mats * rows;
@@ -132,6 +138,7 @@ void launchSoftmax(SoftmaxKind kind, const float *x, float *y, int64_t outer, in
   }
 }
 
+/// dx = y * (dy - sum_axis(dy * y)).
 void launchSoftmaxGrad(const float *y, const float *dy, float *dx, int64_t outer, int64_t size,
                        int64_t inner, cudaStream_t stream) {
   if (outer * size * inner == 0) return;
@@ -142,5 +149,51 @@ void launchSoftmaxGrad(const float *y, const float *dy, float *dx, int64_t outer
     softmaxGradLaneKernel<<<gridFor(outer * inner), kThreads, 0, stream>>>(y, dy, dx, outer,
                                                                           size, inner);
 }
+
+// ---- host side: at load, the launch of every step ---------------------------
+
+Split splitAxis(const KernelOperands &k) {
+  const std::vector<int64_t> &shape = k.inputs[0]->shape;
+  return splitAt(shape, normAxis(attrInt(k.instr->attrs, "axis"), shape.size()));
+}
+
+template <SoftmaxKind Kind> Launch prepareSoftmax(const KernelOperands &k) {
+  Split sp = splitAxis(k);
+  const float *x = cf(k.inPtr[0]);
+  float *y = f(k.outPtr);
+  cudaStream_t s = k.ctx.stream;
+  return [=] { launchSoftmax(Kind, x, y, sp.outer, sp.size, sp.inner, s); };
+}
+
+Launch prepareSoftmaxGrad(const KernelOperands &k) {
+  Split sp = splitAxis(k);
+  const float *y = cf(k.inPtr[0]), *dy = cf(k.inPtr[1]);
+  float *dx = f(k.outPtr);
+  cudaStream_t s = k.ctx.stream;
+  return [=] { launchSoftmaxGrad(y, dy, dx, sp.outer, sp.size, sp.inner, s); };
+}
+
+/// y = x with y[..., i, j] = value where j > i (the last two axes: rows i,
+/// columns j). Its gradient is causal_mask(dy) with value 0, so this serves
+/// both; the plan may give y x's memory.
+Launch prepareCausalMask(const KernelOperands &k) {
+  const plan::Buffer *x = k.inputs[0];
+  int64_t rows = x->shape[x->shape.size() - 2], cols = x->shape.back();
+  int64_t mats = rows * cols == 0 ? 0 : x->numElements() / (rows * cols);
+  float value = float(attrFloat(k.instr->attrs, "value"));
+  const float *in = cf(k.inPtr[0]);
+  float *y = f(k.outPtr);
+  cudaStream_t s = k.ctx.stream;
+  return [=] { launchCausalMask(in, y, mats, rows, cols, value, s); };
+}
+
+} // namespace
+
+namespace kernels::Softmax {
+const CudaKernel Softmax{nullptr, prepareSoftmax<SoftmaxKind::Softmax>};
+const CudaKernel LogSoftmax{nullptr, prepareSoftmax<SoftmaxKind::LogSoftmax>};
+const CudaKernel SoftmaxGrad{nullptr, prepareSoftmaxGrad};
+const CudaKernel CausalMask{nullptr, prepareCausalMask};
+} // namespace kernels::Softmax
 
 } // namespace mpc::runtime::cuda

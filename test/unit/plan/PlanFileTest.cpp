@@ -17,6 +17,7 @@
 #include "support/Error.h"
 #include "support/FileIO.h"
 #include "test/unit/codegen/TestGraphs.h"
+#include "test/unit/runtime/SingleKernelPlan.h"
 
 #include <gtest/gtest.h>
 
@@ -107,26 +108,43 @@ TEST(PlanFile, RoundTripIsExact) {
 }
 
 TEST(PlanFile, AttributeKindsSurviveTheRoundTrip) {
-  plan::Plan p;
-  p.model = "attrs";
-  plan::DeviceProgram d;
-  d.device = "cpu:0";
-  d.buffers.push_back({0, "a", plan::DType::F32, {2}, plan::Region::Persistent, 0, 8});
-  d.persistentBytes = 64;
-  plan::Instr in;
-  in.op = "test";
-  in.attrs = {{"b", true}, {"i", int64_t(-3)}, {"f", 2.0}, {"g", 1e-300}, {"s", std::string("x")},
-              {"l", std::vector<int64_t>{}}, {"m", std::vector<int64_t>{-1, 5}}};
-  in.output = 0;
-  d.instrs.push_back(in);
-  p.devices.push_back(d);
-  using K = plan::AttrKind;
-  p.ops = {{"test", 0, 0,
-            {{"b", K::Bool}, {"f", K::Float}, {"g", K::Float}, {"i", K::Int}, {"l", K::Ints},
-             {"m", K::Ints}, {"s", K::String}}}};
-  std::vector<uint8_t> bytes = plan::serializePlan(p);
-  plan::Plan q = plan::deserializePlan(bytes.data(), bytes.size(), "plan.bin");
-  EXPECT_EQ(q.devices[0].instrs[0].attrs, in.attrs);
+  // One kernel per kind, with the values that stress the encoding: a tiny
+  // real, a real with an integral value, a negative integer, a string, an
+  // empty list and a list with a negative entry.
+  using ir::DType;
+  struct Case {
+    std::string op;
+    plan::AttrMap attrs;
+    std::vector<test::OperandType> operands;
+    test::OperandType result;
+  };
+  const std::vector<Case> cases = {
+      {"fill", {{"value", 1e-300}, {"shape", std::vector<int64_t>{2}}}, {}, {DType::F32, {2}}},
+      {"scale", {{"value", 2.0}}, {{DType::F32, {2}}}, {DType::F32, {2}}},
+      {"softmax_cross_entropy",
+       {{"ignore_index", int64_t(-3)}, {"reduction", std::string("sum")}},
+       {{DType::F32, {2, 3}}, {DType::I32, {2}}},
+       {DType::F32, {}}},
+      {"matmul",
+       {{"transpose_a", true}, {"transpose_b", false}},
+       {{DType::F32, {2, 2}}, {DType::F32, {2, 2}}},
+       {DType::F32, {2, 2}}},
+      {"transpose",
+       {{"perm", std::vector<int64_t>{}}},
+       {{DType::F32, {2, 3}}},
+       {DType::F32, {3, 2}}},
+      {"reshape",
+       {{"shape", std::vector<int64_t>{-1, 2}}},
+       {{DType::F32, {4}}},
+       {DType::F32, {2, 2}}},
+  };
+  for (const Case &c : cases) {
+    plan::Plan p = test::singleKernelPlan(c.op, c.attrs, c.operands, c.result);
+    codegen::fillOpTable(p);
+    std::vector<uint8_t> bytes = plan::serializePlan(p);
+    plan::Plan q = plan::deserializePlan(bytes.data(), bytes.size(), "plan.bin");
+    EXPECT_EQ(q.devices[0].instrs[0].attrs, c.attrs) << c.op;
+  }
 }
 
 TEST(PlanFile, WritesAreByteForByteDeterministic) {
@@ -464,7 +482,7 @@ TEST(PlanVerifier, RejectsMissingAndMistypedAttributes) {
   json &inputs = m["devices"][md]["instrs"][mi]["inputs"];
   json w = inputs[1]; // the first matmul is x [100,2] x w0 [2,2]: w0 is no accumulator
   inputs.push_back(w);
-  expectError(m, "/inputs/2: 'matmul' accumulator [2,2] does not match the result [100,2]");
+  expectError(m, "/inputs: matmul accumulator 'c' f32[2,2] does not match the product f32[100,2]");
   inputs.push_back(w);
   expectError(m, "/inputs: 'matmul' takes 2 to 3 operands, got 4");
 }
@@ -476,21 +494,23 @@ TEST(PlanVerifier, RejectsShapesThatBreakTheOpRule) {
   json m = meta;
   auto [rd, ri] = findKernel(m, "reshape");
   m["devices"][rd]["instrs"][ri]["attrs"]["shape"] = json::array({int64_t(1) << 20, int64_t(1) << 20});
-  expectError(m, "/attrs/shape: 'reshape' shape [1048576,1048576] differs from its result buffer's");
+  expectError(m, "/inputs: cannot reshape f32[1,2] to [1048576,1048576]: element counts differ");
   m = meta;
   auto [fd, fi] = findKernel(m, "fill");
   m["devices"][fd]["instrs"][fi]["attrs"]["shape"] = json::array({7});
-  expectError(m, "/attrs/shape: 'fill' shape [7] differs from its result buffer's");
+  expectError(m, "/output: 'fill' gives f32[7], but its result buffer 'loss.grad' is f32[]");
   m = meta;
   auto [md, mi] = findKernel(m, "matmul");
   bool ta = m["devices"][md]["instrs"][mi]["attrs"]["transpose_a"];
   m["devices"][md]["instrs"][mi]["attrs"]["transpose_a"] = !ta;
-  expectError(m, "'matmul' of ");
+  expectError(m, "/inputs: shape mismatch: f32[100,2] x f32[2,2]");
 }
 
 TEST(PlanVerifier, RejectsWindowSizesThatDisagreeWithTheResult) {
   // The backward ops of conv2d and avg_pool2d state their result's spatial
-  // size in an attribute; the buffers must agree with it.
+  // size in an attribute; the buffers must agree with it: the shape rule
+  // over the buffers gives another result, or finds dy unlike the forward
+  // result of that size.
   const char *model = R"({
     "mpc": 1, "name": "cnn",
     "inputs": {"x": {"shape": [2, 2, 6, 6]}, "y": {"shape": [2, 3, 1, 1]}},
@@ -510,18 +530,18 @@ TEST(PlanVerifier, RejectsWindowSizesThatDisagreeWithTheResult) {
   json m = meta;
   auto [id, ii] = findKernel(m, "conv2d_grad_input");
   m["devices"][id]["instrs"][ii]["attrs"]["input_size"] = json::array({4, 3});
-  expectEditError(f, m, "/attrs/input_size: 'conv2d_grad_input' input_size [4,3] differs "
-                        "from the last two axes of its result buffer's [2,2,3,3]");
+  expectEditError(f, m, "/inputs: conv2d_grad_input operand 'dy' f32[2,3,1,1] does not match "
+                        "the conv2d result f32[2,3,2,1] of x f32[2,2,4,3] and w f32[3,2,3,3]");
   m = meta;
   auto [ad, ai] = findKernel(m, "avg_pool2d_grad");
   m["devices"][ad]["instrs"][ai]["attrs"]["input_size"] = json::array({7, 6});
-  expectEditError(f, m, "/attrs/input_size: 'avg_pool2d_grad' input_size [7,6] differs from "
-                        "the last two axes of its result buffer's [2,2,6,6]");
+  expectEditError(f, m, "/output: 'avg_pool2d_grad' gives f32[2,2,7,6], but its result "
+                        "buffer 'c0.grad' is f32[2,2,6,6]");
   m = meta;
   auto [wd, wi] = findKernel(m, "conv2d_grad_weight");
   m["devices"][wd]["instrs"][wi]["attrs"]["kernel_size"] = json::array({2, 3});
-  expectEditError(f, m, "/attrs/kernel_size: 'conv2d_grad_weight' kernel_size [2,3] differs "
-                        "from the last two axes of its result buffer's");
+  expectEditError(f, m, "/inputs: conv2d_grad_weight operand 'dy' f32[2,3,1,1] does not match "
+                        "the conv2d result f32[2,3,2,1] of x f32[2,2,3,3] and w f32[3,2,2,3]");
 }
 
 TEST(PlanFile, MessagesEscapeNonUtf8Bytes) {
@@ -543,7 +563,10 @@ TEST(PlanVerifier, RejectsABadOpTableAndScheduleLabels) {
   m = meta;
   m["ops"][0]["operands"] = json::array({3, 2});
   expectEditError(f, m, "/ops/0: op '" + std::string(meta["ops"][0]["name"]) +
-                            "' has more required operands than operands");
+                            "' takes 3 to 2 operands in the plan's op table, but takes ");
+  m = meta;
+  m["ops"][0]["name"] = "aaa_no_such_op";
+  expectEditError(f, m, "/ops/0: op 'aaa_no_such_op' is not an op of this build of mpc");
   // Schedule labels belong to pipelined plans, with indices in range.
   m = meta;
   m["devices"][0]["instrs"][0]["action"] = json::array({1, 0, 0});
@@ -559,8 +582,8 @@ TEST(PlanVerifier, RejectsABadOpTableAndScheduleLabels) {
 }
 
 TEST(PlanVerifier, PlanCarriesTheOpTableOfItsKernels) {
-  // The op facts the runtime checks against travel in the plan, copied from
-  // the op records of ir/ (the runtime may not include ir/).
+  // The plan describes itself: its op table holds the signature of each op
+  // its kernels name, as the op's schema states it.
   auto kindOf = [](ir::AttrType t) {
     switch (t) {
     case ir::AttrType::Bool: return plan::AttrKind::Bool;

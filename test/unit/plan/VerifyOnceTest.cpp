@@ -6,8 +6,12 @@
 // the op (its first case in test/unit/ir/OpCases.cpp) loads, and each
 // mutation of a kernel field the verifier checks (operand count, operand
 // and result ids, each declared attribute missing or of the wrong kind, an
-// undeclared attribute, an op the plan's table does not list) is rejected
-// while plan.bin is read, by the verifier, before any backend sees it.
+// undeclared attribute, an op the plan's table does not list, a result
+// buffer of another shape or element type than the op's shape rule gives,
+// an operand of another element type) is rejected while plan.bin is read,
+// by the verifier, with the instruction named, before any backend sees it.
+// The op table a plan carries must equal the op schemas: each field of each
+// entry, mutated, is rejected too.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Lower.h"
@@ -27,7 +31,22 @@
 namespace mpc {
 namespace {
 
-using Mutation = std::pair<std::string, std::function<void(plan::Instr &)>>;
+using Mutation = std::pair<std::string, std::function<void(plan::Plan &)>>;
+
+/// The other element type.
+plan::DType otherDType(plan::DType t) {
+  return t == plan::DType::F32 ? plan::DType::I32 : plan::DType::F32;
+}
+
+/// Sets buffer `id` of the one device and the tensor ref naming it (so the
+/// refs still agree with their buffers and only the kernel can object).
+void retype(plan::Plan &p, uint32_t id, const std::function<void(plan::Buffer &)> &edit) {
+  plan::Buffer &b = p.devices[0].buffers.at(id);
+  edit(b);
+  for (std::vector<plan::TensorRef> *refs : {&p.inputs, &p.outputs})
+    for (plan::TensorRef &r : *refs)
+      if (r.buffer == id) r.dtype = b.dtype, r.shape = b.shape;
+}
 
 /// A value of another kind than `type` that the verifier must refuse (a
 /// float attribute accepts an integer, so it gets a string).
@@ -38,30 +57,67 @@ plan::AttrValue wrongKind(ir::AttrType type) {
 
 std::vector<Mutation> mutationsOf(const ir::OpInfo &info) {
   std::vector<Mutation> m;
+  auto instr = [](plan::Plan &p) -> plan::Instr & { return p.devices[0].instrs[0]; };
   if (info.minArity > 0)
-    m.push_back({"one operand fewer than it needs", [&info](plan::Instr &in) {
-                   in.inputs.resize(size_t(info.minArity) - 1);
+    m.push_back({"one operand fewer than it needs", [&info, instr](plan::Plan &p) {
+                   instr(p).inputs.resize(size_t(info.minArity) - 1);
                  }});
-  m.push_back({"one operand more than it takes", [&info](plan::Instr &in) {
-                 in.inputs.resize(size_t(info.maxArity()) + 1, 0);
+  m.push_back({"one operand more than it takes", [&info, instr](plan::Plan &p) {
+                 instr(p).inputs.resize(size_t(info.maxArity()) + 1, 0);
                }});
   if (info.minArity > 0)
-    m.push_back({"an operand id past the buffers", [](plan::Instr &in) { in.inputs[0] = 999; }});
-  m.push_back({"a result id past the buffers", [](plan::Instr &in) { in.output = 999; }});
+    m.push_back({"an operand id past the buffers",
+                 [instr](plan::Plan &p) { instr(p).inputs[0] = 999; }});
+  m.push_back({"a result id past the buffers", [instr](plan::Plan &p) { instr(p).output = 999; }});
   for (const ir::AttrSpec &a : info.attrs) {
     std::string name = a.name;
-    m.push_back({"without '" + name + "'", [name](plan::Instr &in) { in.attrs.erase(name); }});
-    m.push_back({"'" + name + "' of the wrong kind", [name, type = a.type](plan::Instr &in) {
-                   in.attrs[name] = wrongKind(type);
+    m.push_back({"without '" + name + "'",
+                 [name, instr](plan::Plan &p) { instr(p).attrs.erase(name); }});
+    m.push_back({"'" + name + "' of the wrong kind", [name, type = a.type, instr](plan::Plan &p) {
+                   instr(p).attrs[name] = wrongKind(type);
                  }});
   }
-  m.push_back({"an undeclared attribute", [](plan::Instr &in) {
-                 in.attrs["no_such_attribute"] = int64_t(1);
+  m.push_back({"an undeclared attribute", [instr](plan::Plan &p) {
+                 instr(p).attrs["no_such_attribute"] = int64_t(1);
                }});
-  m.push_back({"an op the plan's table does not list", [](plan::Instr &in) {
-                 in.op = "no_such_op";
+  m.push_back({"an op the plan's table does not list",
+               [instr](plan::Plan &p) { instr(p).op = "no_such_op"; }});
+  // The shape rule over the buffers: the result must be what the op gives.
+  m.push_back({"a result buffer with one more axis", [instr](plan::Plan &p) {
+                 retype(p, instr(p).output,
+                        [](plan::Buffer &b) { b.shape.insert(b.shape.begin(), 1); });
                }});
+  m.push_back({"a result buffer of the other element type", [instr](plan::Plan &p) {
+                 retype(p, instr(p).output, [](plan::Buffer &b) { b.dtype = otherDType(b.dtype); });
+               }});
+  // An op that takes either element type gives a result of its operand's,
+  // so this too breaks the result's type.
+  if (info.minArity > 0)
+    m.push_back({"operand 0 of the other element type", [instr](plan::Plan &p) {
+                   retype(p, instr(p).inputs[0],
+                          [](plan::Buffer &b) { b.dtype = otherDType(b.dtype); });
+                 }});
   return m;
+}
+
+/// Mutations of the plan's op table entry for the op.
+std::vector<Mutation> tableMutations() {
+  auto entry = [](plan::Plan &p) -> plan::OpSignature & { return p.ops.at(0); };
+  return {
+      {"an op table entry needing one operand more",
+       [entry](plan::Plan &p) { ++entry(p).minInputs, ++entry(p).maxInputs; }},
+      {"an op table entry taking one operand more",
+       [entry](plan::Plan &p) { ++entry(p).maxInputs; }},
+      {"an op table entry with an extra attribute",
+       [entry](plan::Plan &p) { entry(p).attrs.emplace_back("zz_extra", plan::AttrKind::Int); }},
+      {"an op table entry with the first attribute of another kind",
+       [entry](plan::Plan &p) {
+         auto &attrs = entry(p).attrs;
+         if (attrs.empty()) attrs.emplace_back("zz_extra", plan::AttrKind::Int);
+         else attrs[0].second = attrs[0].second == plan::AttrKind::Bool ? plan::AttrKind::Int
+                                                                      : plan::AttrKind::Bool;
+       }},
+  };
 }
 
 /// Writes `p` as plan.bin bytes and reads them back: the load path.
@@ -82,20 +138,74 @@ TEST(VerifyOnce, EveryOpsMutatedKernelIsRejectedAtLoad) {
     codegen::fillOpTable(valid);
     ASSERT_NO_THROW(load(valid)) << "the unmutated plan of '" << info.name << "' must load";
     ++ops;
-    for (const auto &[what, mutate] : mutationsOf(info)) {
-      SCOPED_TRACE(what);
+    auto expectRejected = [&](const Mutation &mutation, const std::string &where) {
+      SCOPED_TRACE(mutation.first);
       plan::Plan bad = valid;
-      mutate(bad.devices[0].instrs[0]);
+      mutation.second(bad);
       try {
         load(bad);
-        ADD_FAILURE() << "'" << info.name << "' with " << what << " was accepted";
-      } catch (const UserError &) {
-        ++rejected; // by the reader, at load: no backend has seen the plan
+        ADD_FAILURE() << "'" << info.name << "' with " << mutation.first << " was accepted";
+      } catch (const UserError &e) {
+        // By the reader, at load, naming what it refused: no backend has
+        // seen the plan.
+        EXPECT_NE(std::string(e.what()).find(where), std::string::npos) << e.what();
+        ++rejected;
       }
-    }
+    };
+    for (const Mutation &mutation : mutationsOf(info))
+      expectRejected(mutation, "/devices/0/instrs/0");
+    for (const Mutation &mutation : tableMutations()) expectRejected(mutation, "/ops/0");
   }
   EXPECT_EQ(ops, ir::kNumOps);
-  EXPECT_GT(rejected, 4 * ops);
+  EXPECT_GT(rejected, 10 * ops);
+}
+
+/// The message of the UserError loading `p` throws, or "" when it loads.
+std::string loadError(plan::Plan p) {
+  codegen::fillOpTable(p);
+  try {
+    load(p);
+  } catch (const UserError &e) {
+    return e.what();
+  }
+  return "";
+}
+
+/// The shape rules check attribute values too, so a plan with values the
+/// compiler never writes is refused at load, by the rule's own message.
+TEST(VerifyOnce, ShapeRulesRejectBadValuesAtLoad) {
+  EXPECT_NE(loadError(test::singleKernelPlan(
+                          "matmul", {{"transpose_a", false}, {"transpose_b", false}},
+                          {{ir::DType::F32, {2, 3}}, {ir::DType::F32, {2, 3}}},
+                          {ir::DType::F32, {2, 3}}))
+                .find("/devices/0/instrs/0/inputs: shape mismatch: f32[2,3] x f32[2,3]"),
+            std::string::npos);
+  EXPECT_NE(loadError(test::singleKernelPlan(
+                          "dropout",
+                          {{"p", 1.0}, {"key", std::string("d")}, {"offset", int64_t(0)}},
+                          {{ir::DType::F32, {4}}}, {ir::DType::F32, {4}}))
+                .find("dropout p must be in [0, 1), got 1.000000"),
+            std::string::npos);
+  EXPECT_NE(loadError(test::singleKernelPlan(
+                          "softmax_cross_entropy",
+                          {{"ignore_index", int64_t(-100)}, {"reduction", std::string("none")}},
+                          {{ir::DType::F32, {2, 3}}, {ir::DType::I32, {2}}}, {ir::DType::F32, {}}))
+                .find("reduction must be \"mean\" or \"sum\", got \"none\""),
+            std::string::npos);
+  EXPECT_NE(loadError(test::singleKernelPlan(
+                          "batch_norm_update", {{"momentum", 1.5}, {"axis", int64_t(1)}},
+                          {{ir::DType::F32, {3}}, {ir::DType::F32, {3}}, {ir::DType::F32, {2, 3}}},
+                          {ir::DType::F32, {3}}))
+                .find("momentum must be in [0, 1], got 1.5"),
+            std::string::npos);
+}
+
+/// An integer given for a float attribute is a number: the kernels read it
+/// as one, and so does the shape rule the verifier runs.
+TEST(VerifyOnce, IntegerForAFloatAttributeLoads) {
+  EXPECT_EQ(loadError(test::singleKernelPlan("scale", {{"value", int64_t(2)}},
+                                             {{ir::DType::F32, {4}}}, {ir::DType::F32, {4}})),
+            "");
 }
 
 } // namespace

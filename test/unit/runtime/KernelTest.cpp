@@ -244,60 +244,6 @@ TEST(CpuKernels, UnknownOpRejectedAtLoad) {
   }
 }
 
-TEST(CpuKernels, BadOperandShapeRejectedAtLoad) {
-  plan::Plan p = singleKernelPlan("matmul", {{"transpose_a", false}, {"transpose_b", false}},
-                                  {{ir::DType::F32, {2, 3}}, {ir::DType::F32, {2, 3}}},
-                                  {ir::DType::F32, {2, 3}});
-  cpu::CpuDevice dev;
-  try {
-    dev.load(p, 0);
-    FAIL() << "expected a UserError";
-  } catch (const UserError &e) {
-    EXPECT_EQ(e.message(), "shape mismatch: [2,3] x [2,3] -> [2,3]");
-  }
-}
-
-/// A plan is a file: dropout's p outside [0, 1) is refused at load even
-/// though the compiler never writes one.
-TEST(CpuKernels, DropoutProbabilityRejectedAtLoad) {
-  plan::Plan p = singleKernelPlan("dropout",
-                                  {{"p", 1.0}, {"key", std::string("d")}, {"offset", int64_t(0)}},
-                                  {{ir::DType::F32, {4}}}, {ir::DType::F32, {4}});
-  cpu::CpuDevice dev;
-  try {
-    dev.load(p, 0);
-    FAIL() << "expected a UserError";
-  } catch (const UserError &e) {
-    EXPECT_EQ(e.message(), "attribute 'p' must be in [0, 1), got 1.000000");
-  }
-}
-
-/// Likewise a reduction other than "mean" and "sum", and a batch_norm_update
-/// momentum outside [0, 1].
-TEST(CpuKernels, BadReductionAndMomentumRejectedAtLoad) {
-  plan::Plan ce = singleKernelPlan(
-      "softmax_cross_entropy", {{"ignore_index", int64_t(-100)}, {"reduction", std::string("none")}},
-      {{ir::DType::F32, {2, 3}}, {ir::DType::I32, {2}}}, {ir::DType::F32, {}});
-  cpu::CpuDevice dev;
-  try {
-    dev.load(ce, 0);
-    FAIL() << "expected a UserError";
-  } catch (const UserError &e) {
-    EXPECT_EQ(e.message(), "reduction must be \"mean\" or \"sum\", got \"none\"");
-  }
-  plan::Plan bn = singleKernelPlan("batch_norm_update", {{"momentum", 1.5}, {"axis", int64_t(1)}},
-                                   {{ir::DType::F32, {3}}, {ir::DType::F32, {3}},
-                                    {ir::DType::F32, {2, 3}}},
-                                   {ir::DType::F32, {3}});
-  cpu::CpuDevice dev2;
-  try {
-    dev2.load(bn, 0);
-    FAIL() << "expected a UserError";
-  } catch (const UserError &e) {
-    EXPECT_EQ(e.message(), "momentum must be in [0, 1], got 1.500000");
-  }
-}
-
 TEST(CpuKernels, LabelOutOfRangeIsUserError) {
   plan::Plan p = singleKernelPlan("softmax_cross_entropy",
                                   {{"ignore_index", int64_t(-100)},

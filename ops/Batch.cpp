@@ -1,9 +1,9 @@
-//===- ir/Batch.cpp - the shared batch rules ----------------------------===//
-#include "ir/Batch.h"
+//===- ops/Batch.cpp - the shared batch rules ----------------------------===//
+#include "ops/Batch.h"
 
 #include "support/Error.h"
 
-namespace mpc::ir {
+namespace mpc::ops {
 
 BatchResult rowwiseBatchRule(const BatchQuery &q) {
   const int64_t rank = q.result.rank();
@@ -30,4 +30,4 @@ Shape microShape(const Shape &shape, const BatchQuery &q) {
   return out;
 }
 
-} // namespace mpc::ir
+} // namespace mpc::ops

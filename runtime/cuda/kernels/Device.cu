@@ -1,4 +1,4 @@
-//===- runtime/cuda/kernels/Device.cpp - copy and stop_gradient -------------===//
+//===- runtime/cuda/kernels/Device.cu - copy and stop_gradient ------------===//
 //
 // Identities on values: a device-to-device copy, or nothing when the plan
 // gave input and output the same memory (copyLaunch, Prepare.h).

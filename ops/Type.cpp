@@ -1,7 +1,7 @@
-//===- ir/Type.cpp - tensor types ---------------------------------------===//
-#include "ir/Type.h"
+//===- ops/Type.cpp - tensor types --------------------------------------===//
+#include "ops/Type.h"
 
-namespace mpc::ir {
+namespace mpc::ops {
 
 std::optional<int64_t> checkedNumElements(const Shape &shape) {
   int64_t n = 1;
@@ -39,4 +39,4 @@ std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
-} // namespace mpc::ir
+} // namespace mpc::ops

@@ -1,23 +1,23 @@
-//===- ir/Batch.h - how an op treats the batch axis ---------------------===//
+//===- ops/Batch.h - how an op treats the batch axis ---------------------===//
 //
 // Micro-batching (passes/Microbatch.cpp) splits every model input into M
 // equal parts along axis 0 and runs the forward graph once per part. That is
 // only correct when every node treats the rows of axis 0 independently, up to
 // the nodes that reduce over the batch (losses, sum/mean over axis 0), whose
 // full-batch value is the sum (or mean) of the micro-batch values. Each op
-// states which of these it is in its record (OpInfo::batch); ops that have no
+// states which of these it is in its schema (OpSchema::batch); ops that have no
 // batched operand never need a rule.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ir/Attribute.h"
-#include "ir/Type.h"
+#include "ops/Attribute.h"
+#include "ops/Type.h"
 
 #include <cstdint>
 #include <span>
 
-namespace mpc::ir {
+namespace mpc::ops {
 
 /// What a value is with respect to the batch.
 enum class BatchClass : uint8_t {
@@ -61,4 +61,4 @@ BatchResult rowwiseBatchRule(const BatchQuery &q);
 /// `shape` with axis 0 set to the micro-batch rows when it is the batch size.
 Shape microShape(const Shape &shape, const BatchQuery &q);
 
-} // namespace mpc::ir
+} // namespace mpc::ops

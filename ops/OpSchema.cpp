@@ -1,0 +1,93 @@
+//===- ops/OpSchema.cpp - gathers the family tables into one table -------===//
+//
+// Registration is explicit (no static constructors): the family functions
+// are called once, on first use, and the result is checked so that every
+// OpKind in OpList.def has exactly one schema whose name matches the list.
+//
+//===----------------------------------------------------------------------===//
+#include "ops/OpSchema.h"
+
+#include "support/Error.h"
+
+#include <array>
+
+namespace mpc::ops {
+
+namespace {
+constexpr std::array<std::string_view, kNumOps> kOpNames = {
+#define MPC_OP(Kind, Name, Family) Name,
+#include "ops/OpList.def"
+};
+
+std::vector<OpSchema> buildTable() {
+  std::vector<OpSchema> records;
+  addLinalgSchemas(records);
+  addElementwiseSchemas(records);
+  addReduceSchemas(records);
+  addShapeSchemas(records);
+  addSoftmaxSchemas(records);
+  addLossSchemas(records);
+  addNormSchemas(records);
+  addEmbeddingSchemas(records);
+  addRandomSchemas(records);
+  addDeviceSchemas(records);
+  addOptimizerSchemas(records);
+  addConvSchemas(records);
+  addPoolSchemas(records);
+
+  std::vector<OpSchema> table;
+  table.reserve(kNumOps);
+  std::vector<int> seen(kNumOps, 0);
+  for (const OpSchema &r : records) {
+    size_t k = size_t(r.kind);
+    MPC_ASSERT(k < kNumOps, "op schema with an invalid kind");
+    MPC_ASSERT(kOpNames[k] == r.name,
+               "op schema name differs from OpList.def: " + std::string(r.name));
+    MPC_ASSERT(r.infer, "op schema without a shape rule: " + std::string(r.name));
+    MPC_ASSERT(!r.variadic || !r.operands.empty(),
+               "variadic op schema without an operand to repeat: " + std::string(r.name));
+    ++seen[k];
+  }
+  for (size_t k = 0; k < kNumOps; ++k) {
+    MPC_ASSERT(seen[k] == 1, "op '" + std::string(kOpNames[k]) + "' has " +
+                                 std::to_string(seen[k]) + " schemas, expected 1");
+    for (const OpSchema &r : records)
+      if (size_t(r.kind) == k) table.push_back(r);
+  }
+  return table;
+}
+
+const std::vector<OpSchema> &table() {
+  static const std::vector<OpSchema> t = buildTable();
+  return t;
+}
+} // namespace
+
+const AttrSpec *OpSchema::findAttr(const std::string &n) const {
+  for (const AttrSpec &a : attrs)
+    if (a.name == n) return &a;
+  return nullptr;
+}
+
+std::string OpSchema::arityText() const {
+  if (minArity == maxArity()) return std::to_string(minArity);
+  return std::to_string(minArity) + " to " + std::to_string(maxArity());
+}
+
+std::string OpSchema::operandName(size_t i) const {
+  if (variadic && !operands.empty() && i + 1 >= operands.size())
+    return operands.back() + std::to_string(i + 1 - operands.size());
+  return i < operands.size() ? operands[i] : std::to_string(i);
+}
+
+const OpSchema &schema(OpKind kind) { return table()[size_t(kind)]; }
+
+const OpSchema *lookupSchema(std::string_view name) {
+  for (const OpSchema &r : table())
+    if (name == r.name) return &r;
+  return nullptr;
+}
+
+std::span<const OpSchema> allSchemas() { return table(); }
+
+} // namespace mpc::ops
