@@ -44,17 +44,25 @@ struct InitSpec {
   bool operator==(const InitSpec &) const = default;
 };
 
-/// The model's optimizer, with torch.optim semantics (docs/passes.md).
+/// The default of a setting the optimizer passes to its update op: the op's
+/// own (its schema), so that the two cannot disagree.
+template <class T> T updateOpDefault(OpKind update, const char *attr) {
+  return std::get<T>(ops::schema(update).defaultOf(attr));
+}
+
+/// The model's optimizer, with torch.optim semantics (docs/passes.md). The
+/// learning rates and AdamW's weight decay are the model's defaults (the
+/// reader's); the other settings default to the update ops'.
 struct OptimizerSpec {
   std::string kind = "sgd"; ///< "sgd", "adam" or "adamw"
   double lr = 0.01;
-  double momentum = 0.0;
-  double dampening = 0.0;
-  bool nesterov = false;
-  double weightDecay = 0.0;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
+  double momentum = updateOpDefault<double>(OpKind::SgdUpdate, "momentum");
+  double dampening = updateOpDefault<double>(OpKind::SgdUpdate, "dampening");
+  bool nesterov = updateOpDefault<bool>(OpKind::SgdUpdate, "nesterov");
+  double weightDecay = updateOpDefault<double>(OpKind::SgdUpdate, "weight_decay");
+  double beta1 = updateOpDefault<double>(OpKind::AdamUpdate, "beta1");
+  double beta2 = updateOpDefault<double>(OpKind::AdamUpdate, "beta2");
+  double eps = updateOpDefault<double>(OpKind::AdamUpdate, "eps");
   bool operator==(const OptimizerSpec &) const = default;
 };
 

@@ -729,9 +729,9 @@ private:
     if (kind == "sgd") {
       checkKeys(a, ap, kSgdKeys, "setting of sgd");
       o.lr = optNumber(a, ap, "lr", 0.01, 0, false, inf, false);
-      o.momentum = optNumber(a, ap, "momentum", 0.0, 0, false, inf, false);
-      o.dampening = optNumber(a, ap, "dampening", 0.0, -inf, false, inf, false);
-      o.weightDecay = optNumber(a, ap, "weight_decay", 0.0, 0, false, inf, false);
+      o.momentum = optNumber(a, ap, "momentum", o.momentum, 0, false, inf, false);
+      o.dampening = optNumber(a, ap, "dampening", o.dampening, -inf, false, inf, false);
+      o.weightDecay = optNumber(a, ap, "weight_decay", o.weightDecay, 0, false, inf, false);
       if (const json *n = find(a, "nesterov")) {
         if (!n->is_boolean())
           fail(ap + "/nesterov", "bad optimizer: nesterov must be a boolean, got " +
@@ -744,11 +744,13 @@ private:
     } else {
       checkKeys(a, ap, kAdamKeys, "setting of " + kind);
       o.lr = optNumber(a, ap, "lr", 0.001, 0, false, inf, false);
-      o.beta1 = optNumber(a, ap, "beta1", 0.9, 0, false, 1, true);
-      o.beta2 = optNumber(a, ap, "beta2", 0.999, 0, false, 1, true);
-      o.eps = optNumber(a, ap, "eps", 1e-8, 0, false, inf, false);
-      o.weightDecay =
-          optNumber(a, ap, "weight_decay", kind == "adamw" ? 0.01 : 0.0, 0, false, inf, false);
+      o.beta1 = optNumber(a, ap, "beta1", o.beta1, 0, false, 1, true);
+      o.beta2 = optNumber(a, ap, "beta2", o.beta2, 0, false, 1, true);
+      o.eps = optNumber(a, ap, "eps", o.eps, 0, false, inf, false);
+      // AdamW's decay defaults to torch.optim.AdamW's, plain Adam's to the op's.
+      double decay =
+          kind == "adamw" ? 0.01 : updateOpDefault<double>(OpKind::AdamUpdate, "weight_decay");
+      o.weightDecay = optNumber(a, ap, "weight_decay", decay, 0, false, inf, false);
     }
     g_->optimizer = o;
   }

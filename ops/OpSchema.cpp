@@ -10,6 +10,7 @@
 #include "support/Error.h"
 
 #include <array>
+#include <cassert>
 
 namespace mpc::ops {
 
@@ -67,6 +68,12 @@ const AttrSpec *OpSchema::findAttr(const std::string &n) const {
   for (const AttrSpec &a : attrs)
     if (a.name == n) return &a;
   return nullptr;
+}
+
+const AttrValue &OpSchema::defaultOf(const std::string &n) const {
+  const AttrSpec *a = findAttr(n);
+  assert(a && a->defaultValue && "defaultOf: an attribute the schema declares with a default");
+  return *a->defaultValue;
 }
 
 std::string OpSchema::arityText() const {

@@ -84,6 +84,9 @@ struct OpSchema {
   std::string operandName(size_t i) const;
   bool has(OpTrait t) const { return (traits & t) != 0; }
   const AttrSpec *findAttr(const std::string &name) const;
+  /// The default of attribute `name`, which the schema declares with one
+  /// (a model's optimizer settings default to the update ops' own).
+  const AttrValue &defaultOf(const std::string &name) const;
 
   /// The most operands of a variadic op: the plan format's bound on the
   /// operand count of an op signature (plan/PlanReader.cpp).

@@ -31,14 +31,19 @@
 namespace mpc {
 
 std::vector<uint8_t> readFileBytes(const std::string &path, uint64_t maxBytes) {
-  int fd = ::open(path.c_str(), O_RDONLY);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused
+  // below, with every other file that is not regular, before any read.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
     throw UserError(path, "", std::string("cannot open file: ") + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw UserError(path, "", "not a regular file");
+    throw UserError(path, "", S_ISDIR(st.st_mode) ? "is a folder, not a file"
+                                                  : "not a regular file (a device, FIFO or "
+                                                    "socket); mpc reads only regular files");
   }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   if (uint64_t(st.st_size) > maxBytes) {
     ::close(fd);
     throw UserError(path, "", "file too large (" + std::to_string(st.st_size) + " bytes)");
@@ -102,7 +107,74 @@ void syncDir(const std::string &dir, const std::string &path) {
   ::close(fd);
 }
 
+/// A file's identity, for "the same file under another name".
+struct FileId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool operator==(const FileId &) const = default;
+};
+bool fileId(const std::string &path, FileId &id) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  id = {st.st_dev, st.st_ino};
+  return true;
+}
+
 } // namespace
+
+std::string resolveWriteTarget(const std::string &path) {
+  std::string p = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return p;
+    std::vector<char> buf(size_t(st.st_size > 0 ? st.st_size : 4095) + 1);
+    ssize_t n = ::readlink(p.c_str(), buf.data(), buf.size());
+    if (n < 0) return p;
+    std::string link(buf.data(), size_t(n));
+    auto [dir, name] = splitPath(p);
+    p = link.starts_with('/') || dir == "." ? link : dir + "/" + link;
+  }
+  throw UserError(path, "", "too many levels of symbolic links");
+}
+
+void checkOutputTargets(const std::vector<OutputTarget> &targets,
+                        const std::vector<std::string> &inputs) {
+  std::vector<std::pair<FileId, std::string>> inputIds;
+  for (const std::string &in : inputs) {
+    FileId id;
+    if (fileId(in, id)) inputIds.push_back({id, in});
+  }
+  // Each target's (folder, name), to find two targets naming one file.
+  std::vector<std::pair<std::pair<FileId, std::string>, const OutputTarget *>> seen;
+  for (const OutputTarget &t : targets) {
+    auto bad = [&](const std::string &what) { throw UserError(t.path, t.flag, what); };
+    if (t.path.empty()) throw UserError("", t.flag, "is empty: name the file to write");
+    std::string real = resolveWriteTarget(t.path);
+    auto [dir, name] = splitPath(real);
+    if (name.empty() || name == "." || name == "..") bad("not a file name");
+    struct stat st {};
+    if (::stat(real.c_str(), &st) == 0) {
+      if (S_ISDIR(st.st_mode)) bad("is a folder; name a file in it");
+      if (!S_ISREG(st.st_mode))
+        bad("is not a regular file (a device, FIFO or socket); mpc writes only regular files");
+      for (const auto &[id, in] : inputIds)
+        if (id == FileId{st.st_dev, st.st_ino})
+          bad(in == t.path ? "is also an input of this command; writing it would destroy it"
+                           : "is the same file as the input " + in +
+                                 "; writing it would destroy it");
+    }
+    struct stat dst {};
+    if (::stat(dir.c_str(), &dst) != 0)
+      bad("folder " + dir + " cannot be used: " + std::strerror(errno));
+    if (!S_ISDIR(dst.st_mode)) bad(dir + " is not a folder");
+    if (::access(dir.c_str(), W_OK | X_OK) != 0)
+      bad("folder " + dir + " is not writable: " + std::strerror(errno));
+    std::pair<FileId, std::string> key{{dst.st_dev, dst.st_ino}, name};
+    for (const auto &[other, by] : seen)
+      if (other == key) bad("is also written by " + by->flag + " (" + by->path + ")");
+    seen.push_back({key, &t});
+  }
+}
 
 std::string atomicTempName(const std::string &path, long pid) {
   return path + ".tmp." + std::to_string(pid);
@@ -130,9 +202,16 @@ std::vector<std::string> removeStaleTemporaries(const std::string &path) {
   return removed;
 }
 
-void writeFileAtomic(const std::string &path, const void *data, size_t size) {
+void writeFileAtomic(const std::string &userPath, const void *data, size_t size) {
+  // A link is written through; a device, FIFO or folder is never replaced.
+  const std::string path = resolveWriteTarget(userPath);
   auto [dir, name] = splitPath(path);
-  if (name.empty()) throw UserError(path, "", "not a file name");
+  if (name.empty()) throw UserError(userPath, "", "not a file name");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw UserError(userPath, "", S_ISDIR(st.st_mode) ? "is a folder; name a file in it"
+                                                      : "is not a regular file (a device, FIFO or "
+                                                        "socket); mpc writes only regular files");
   removeStaleTemporaries(path);
   std::string tmp = atomicTempName(path, long(::getpid()));
 

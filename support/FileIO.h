@@ -35,6 +35,27 @@ inline void writeFileAtomic(const std::string &path, const std::string &text) {
   writeFileAtomic(path, text.data(), text.size());
 }
 
+/// The file a write of `path` replaces: `path` itself, or, when `path` is a
+/// symbolic link, the file it names (followed to the end, dangling or not),
+/// so that a link is written through and stays a link. Throws UserError
+/// for a loop of links.
+std::string resolveWriteTarget(const std::string &path);
+
+/// A file a command is going to write, and the flag (or argument) naming it.
+struct OutputTarget {
+  std::string flag; ///< "--save", "-o", "--output y"
+  std::string path;
+};
+
+/// Checks, before any work starts, that every target can be written, so
+/// that a run never computes for nothing or destroys what the user had:
+/// the name is not empty, its folder exists and is writable, and the file
+/// (through links) is not an existing folder, a device, FIFO or socket, nor
+/// the same file as one of `inputs`, and no two targets are the same file.
+/// Throws UserError naming the flag and the path.
+void checkOutputTargets(const std::vector<OutputTarget> &targets,
+                        const std::vector<std::string> &inputs);
+
 /// The name a write of `path` by process `pid` uses for the instant between
 /// naming its data and renaming it into place: "PATH.tmp.PID".
 std::string atomicTempName(const std::string &path, long pid);
