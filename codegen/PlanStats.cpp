@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Lower.h"
+#include "support/StringUtil.h"
 
 #include <cstdio>
 #include <map>
@@ -13,23 +14,6 @@
 namespace mpc::codegen {
 
 namespace {
-
-std::string bytesText(uint64_t bytes) {
-  if (bytes < 1024) return std::to_string(bytes) + " B";
-  char buf[64];
-  double v = double(bytes) / 1024;
-  const char *unit = "KiB";
-  if (v >= 1024) {
-    v /= 1024;
-    unit = "MiB";
-  }
-  if (v >= 1024) {
-    v /= 1024;
-    unit = "GiB";
-  }
-  std::snprintf(buf, sizeof buf, "%.1f %s", v, unit);
-  return buf;
-}
 
 std::string count(size_t n, const char *noun) {
   return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
@@ -66,12 +50,12 @@ void printPlanStats(const plan::Plan &plan, std::ostream &os) {
     os << "device " << d.device << ": " << count(d.instrs.size(), "instruction") << " ("
        << count(kernels, "kernel") << ", " << count(sends, "send") << ", " << count(recvs, "recv")
        << "), arena peak "
-       << bytesText(d.arenaBytes) << " (no reuse " << bytesText(d.noReuseBytes) << ", saved "
-       << saved << "), persistent " << bytesText(d.persistentBytes) << "\n";
+       << byteSizeText(d.arenaBytes) << " (no reuse " << byteSizeText(d.noReuseBytes) << ", saved "
+       << saved << "), persistent " << byteSizeText(d.persistentBytes) << "\n";
   }
   for (const auto &[pair, t] : transfers)
     os << "transfer " << pair.first << " -> " << pair.second << ": " << t.first << " per step, "
-       << bytesText(t.second) << "\n";
+       << byteSizeText(t.second) << "\n";
 }
 
 } // namespace mpc::codegen

@@ -21,6 +21,8 @@
 #include "plan/OpSignatures.h"
 #include "plan/PlanFormat.h"
 #include "support/Error.h"
+#include "support/HostMemory.h"
+#include "support/StringUtil.h"
 
 #include <algorithm>
 #include <bit>
@@ -196,7 +198,38 @@ void describeOptimizer(LoweringState &st) {
   }
 }
 
+namespace {
+
+/// The initial values live in memory twice (in the plan, then as the bytes
+/// of plan.bin), so their sizes are checked against what this host allows
+/// before any is drawn: a size from a file (a typo, num_hidden 2^32) must
+/// be an error naming the parameter, not an out-of-memory kill.
+void checkInitialValuesFit(const ir::Graph &g) {
+  uint64_t total = 0, largest = 0;
+  const ir::Node *big = nullptr;
+  for (const auto &n : g.nodes()) {
+    if (n->kind != ir::NodeKind::Param && n->kind != ir::NodeKind::State) continue;
+    uint64_t bytes = uint64_t(n->type.numElements()) * 4;
+    total += bytes;
+    if (bytes > largest) largest = bytes, big = n.get();
+  }
+  uint64_t limit = hostMemoryLimit();
+  if (!big || 2 * total <= limit) return;
+  std::string what = (big->kind == ir::NodeKind::Param ? std::string("param") : std::string("state")) + " '" + big->name + "' " + big->type.str() + " holds " +
+                     byteSizeText(largest);
+  throw UserError(g.sourceFile, big->where(),
+                  largest == total
+                      ? what + " of initial values, needed twice to write the plan: more than "
+                               "this host's memory allows (" + byteSizeText(limit) + ")"
+                      : what + "; the initial values of all " + byteSizeText(total) +
+                            ", needed twice to write the plan, exceed what this host's memory "
+                            "allows (" + byteSizeText(limit) + ")");
+}
+
+} // namespace
+
 void computeInitialValues(LoweringState &st, uint64_t seed) {
+  checkInitialValuesFit(st.graph);
   auto add = [&](const ir::Node *n) {
     std::vector<float> values =
         ir::initialValues(n->init.value_or(ir::InitSpec{}), n->type.shape, n->name, seed);

@@ -230,6 +230,7 @@ void Graph::rename(Node *n, const std::string &newName) {
   std::string old = std::move(n->name);
   n->name = newName;
   byName_.insert(n);
+  nameFreed(old);
   for (std::string &o : outputs)
     if (o == old) o = newName;
   if (loss == old) loss = newName;
@@ -240,6 +241,7 @@ void Graph::erase(Node *n) {
   MPC_ASSERT(users(n).empty(), "erasing node '" + n->name + "' that still has users");
   MPC_ASSERT(contains(n), "erasing a node of another graph");
   byName_.erase(n);
+  nameFreed(n->name);
   byId_[size_t(n->id)] = nullptr;
   auto it = std::find_if(nodes_.begin(), nodes_.end(),
                          [n](const auto &p) { return p.get() == n; });
@@ -264,6 +266,7 @@ void Graph::eraseAll(const std::unordered_set<const Node *> &dead) {
   for (auto &n : nodes_)
     if (isDead[size_t(n->id)]) {
       byName_.erase(n.get());
+      nameFreed(n->name);
       byId_[size_t(n->id)] = nullptr;
       n.reset();
     }
@@ -272,10 +275,27 @@ void Graph::eraseAll(const std::unordered_set<const Node *> &dead) {
 
 std::string Graph::uniqueName(const std::string &base) const {
   if (!byName_.find(base)) return base;
-  for (int i = 1;; ++i) {
+  // The lowest free suffix, searched from the floor: from 1 each time, the
+  // k-th node of one base probed k names, quadratic in the micro-batches
+  // that each add one (`w.grad.partial`, `x.mb.N`).
+  int &floor = suffixFloor_[base];
+  for (int i = std::max(floor, 1);; ++i) {
     std::string cand = base + "." + std::to_string(i);
-    if (!byName_.find(cand)) return cand;
+    if (!byName_.find(cand)) {
+      floor = i;
+      return cand;
+    }
   }
+}
+
+void Graph::nameFreed(const std::string &name) {
+  size_t dot = name.rfind('.');
+  if (dot == std::string::npos || dot + 1 == name.size() || name.size() - dot > 10 ||
+      name[dot + 1] == '0' || name.find_first_not_of("0123456789", dot + 1) != std::string::npos)
+    return;
+  auto it = suffixFloor_.find(name.substr(0, dot));
+  int k = std::stoi(name.substr(dot + 1));
+  if (it != suffixFloor_.end() && it->second > k) it->second = k;
 }
 
 std::unique_ptr<Graph> Graph::clone() const {

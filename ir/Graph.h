@@ -197,6 +197,8 @@ public:
 
 private:
   Node *add(std::unique_ptr<Node> node);
+  /// Lowers the suffix floor of `name`'s base when `name` is "base.N".
+  void nameFreed(const std::string &name);
   std::vector<std::unique_ptr<Node>> nodes_;
   /// Never iterated (outputs follow nodes_), so hashed: find() runs for
   /// every operand a pass resolves and every check the verifier makes.
@@ -204,6 +206,9 @@ private:
   /// Node by creation id; nullptr for erased ids.
   std::vector<Node *> byId_;
   int nextId_ = 0;
+  /// uniqueName's floor per base: every suffix below it is taken. Names are
+  /// freed only by erase, eraseAll and rename, which lower it (nameFreed).
+  mutable std::unordered_map<std::string, int> suffixFloor_;
 };
 
 } // namespace mpc::ir

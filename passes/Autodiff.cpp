@@ -36,6 +36,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace mpc::passes {
@@ -180,10 +181,16 @@ private:
     if (parts.size() == 1) {
       if (sum->name != want && renamable(sum) && !g_.find(want)) g_.rename(sum, want);
     } else {
+      std::unordered_map<const Node *, int> times;
+      for (const Node *p : parts) ++times[p];
       for (size_t i = 1; i < parts.size(); ++i)
         sum = accumulate(b, sum, parts[i], i + 1 == parts.size() ? want : want + ".partial",
-                         std::count(parts.begin(), parts.end(), parts[i]) == 1);
+                         times[parts[i]] == 1);
     }
+    // One scan for all the parts the sum took over: erasing each alone
+    // scanned the graph once per micro-batch.
+    g_.eraseAll(fusedAway_);
+    fusedAway_.clear();
     claim(sum);
     return sum;
   }
@@ -194,13 +201,35 @@ private:
   /// extra pass over memory, and codegen lets the sum be updated in place.
   Node *accumulate(Builder &b, Node *sum, Node *part, const std::string &name, bool single) {
     if (single && part->isOp(ir::OpKind::MatMul) && part->inputs.size() == 2 &&
-        part->id >= firstNewId_ && !claimed(part) && g_.users(part).empty()) {
+        part->id >= firstNewId_ && !claimed(part) && usersOf(part) == 0) {
       Node *fused = b.create(ir::OpKind::MatMul, {part->inputs[0], part->inputs[1], sum},
                              part->attrs, name);
-      g_.erase(part);
+      countUses(*part, -1);
+      fusedAway_.insert(part); // erased with the others once the sum is built
       return fused;
     }
     return b.create(ir::OpKind::Add, {sum, part}, {}, name);
+  }
+
+  /// How many op nodes use `n` (one using it twice counts once), as
+  /// Graph::users would say. The counts are kept up to date by counting only
+  /// the nodes made since the last question (nodes come in creation order,
+  /// ids rising): a scan of the graph per question made the pass quadratic
+  /// in the micro-batches, each adding a contribution to every weight.
+  int usersOf(const Node *n) {
+    useCount_.resize(g_.idBound(), 0);
+    const auto &nodes = g_.nodes();
+    size_t first = nodes.size();
+    while (first > 0 && size_t(nodes[first - 1]->id) >= counted_) --first;
+    for (size_t i = first; i < nodes.size(); ++i) countUses(*nodes[i], +1);
+    counted_ = g_.idBound();
+    return useCount_[size_t(n->id)];
+  }
+  void countUses(const Node &user, int delta) {
+    const auto &in = user.inputs;
+    for (size_t i = 0; i < in.size(); ++i)
+      if (std::find(in.begin(), in.begin() + long(i), in[i]) == in.begin() + long(i))
+        useCount_[size_t(in[i]->id)] += delta;
   }
 
   void eraseDeadGradientNodes() {
@@ -228,6 +257,9 @@ private:
   Graph &g_;
   PassContext &ctx_;
   int firstNewId_ = 0;
+  std::vector<int> useCount_; ///< usersOf, by id
+  size_t counted_ = 0;        ///< the nodes with ids below this are in useCount_
+  std::unordered_set<const Node *> fusedAway_; ///< accumulate's parts, unused now
   /// By id of a forward value: (id of the consumer, its gradient
   /// contribution).
   std::vector<std::vector<std::pair<int, Node *>>> contributions_;

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "plan/PlanIO.h"
+#include "support/StringUtil.h"
 
 #include <cstdio>
 
@@ -43,20 +44,6 @@ std::string attrText(const AttrValue &v) {
     }
   };
   return std::visit(Visitor{}, v);
-}
-
-std::string sizeText(uint64_t bytes) {
-  if (bytes < 1024) return std::to_string(bytes) + " B";
-  const char *units[] = {"KiB", "MiB", "GiB", "TiB"};
-  double v = double(bytes);
-  int u = -1;
-  while (v >= 1024 && u < 3) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
-  return buf;
 }
 
 std::string deviceName(const Plan &plan, uint32_t index) {
@@ -133,14 +120,14 @@ void printPlan(const Plan &plan, std::ostream &os) {
   if (plan.hasLoss) printRef(plan, "loss", plan.loss, os);
 
   for (const DeviceProgram &d : plan.devices) {
-    os << "\ndevice " << d.device << " (arena " << sizeText(d.arenaBytes) << ", persistent "
-       << sizeText(d.persistentBytes) << ")\n";
+    os << "\ndevice " << d.device << " (arena " << byteSizeText(d.arenaBytes) << ", persistent "
+       << byteSizeText(d.persistentBytes) << ")\n";
     for (size_t i = 0; i < d.instrs.size(); ++i) printInstr(plan, d, i, d.instrs[i], os);
     os << "  buffers:\n";
     for (const Buffer &b : d.buffers)
       os << "    b" << b.id << " %" << b.name << " : " << typeText(b.dtype, b.shape) << " "
          << (b.region == Region::Arena ? "arena" : "persistent") << " +" << b.offset << " ("
-         << sizeText(b.bytes) << ")\n";
+         << byteSizeText(b.bytes) << ")\n";
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 
 namespace mpc {
 
@@ -83,6 +84,20 @@ std::string escapeForMessage(std::string_view text) {
     i += n;
   }
   return out;
+}
+
+std::string byteSizeText(uint64_t bytes) {
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  const char *units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = double(bytes);
+  int u = -1;
+  while (v >= 1024 && u < 5) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  return buf;
 }
 
 } // namespace mpc

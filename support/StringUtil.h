@@ -19,6 +19,10 @@ namespace mpc {
 /// message, printer and dump of mpc writes it.
 std::string shapeText(const std::vector<int64_t> &shape);
 
+/// "512 B", "1.5 KiB", "2.0 GiB": a size in bytes as every message, dump
+/// and statistic of mpc writes it.
+std::string byteSizeText(uint64_t bytes);
+
 /// Levenshtein distance (insertions, deletions, substitutions).
 size_t editDistance(std::string_view a, std::string_view b);
 

@@ -99,6 +99,38 @@ TEST(Graph, EraseAllKeepsCreationOrderAndRefusesUsedNodes) {
   EXPECT_EQ(g.uniqueName("b"), "b"); // the name is free again
 }
 
+// uniqueName starts its search at a remembered floor (linear, not
+// quadratic, in the nodes of one base); the answer is still the lowest free
+// suffix, also after erase, eraseAll and rename free a lower one.
+TEST(Graph, UniqueNameIsTheLowestFreeSuffix) {
+  Graph g;
+  Node *x = g.addInput("x", kT);
+  std::vector<Node *> made;
+  for (int i = 0; i < 6; ++i) {
+    std::string name = g.uniqueName("p");
+    EXPECT_EQ(name, i == 0 ? "p" : "p." + std::to_string(i));
+    made.push_back(g.addOp(name, OpKind::Neg, {x}, {}, kT));
+  }
+  g.erase(made[2]); // p.2
+  EXPECT_EQ(g.uniqueName("p"), "p.2");
+  g.addOp("p.2", OpKind::Neg, {x}, {}, kT);
+  EXPECT_EQ(g.uniqueName("p"), "p.6");
+  g.eraseAll({made[4], made[1]}); // p.4, p.1
+  EXPECT_EQ(g.uniqueName("p"), "p.1");
+  g.addOp("p.1", OpKind::Neg, {x}, {}, kT);
+  EXPECT_EQ(g.uniqueName("p"), "p.4");
+  g.rename(made[3], "q"); // frees p.3
+  EXPECT_EQ(g.uniqueName("p"), "p.3");
+  g.addOp("p.3", OpKind::Neg, {x}, {}, kT);
+  g.addOp("p.4", OpKind::Neg, {x}, {}, kT);
+  g.addOp("p.6", OpKind::Neg, {x}, {}, kT); // taken by hand, past the floor
+  EXPECT_EQ(g.uniqueName("p"), "p.7");
+  // A name that only looks like a suffix frees nothing it should not.
+  g.addOp("p.07", OpKind::Neg, {x}, {}, kT);
+  g.erase(g.find("p.07"));
+  EXPECT_EQ(g.uniqueName("p"), "p.7");
+}
+
 TEST(Graph, TopoOrderBreaksTiesByCreationAndReportsForeignOperands) {
   Graph g;
   Node *x = g.addInput("x", kT);
