@@ -55,7 +55,8 @@ void importMxnet(const ImportArgs &a) {
   opt.outputFile = a.output;
   mx::SymbolFile sym = mx::readSymbolFile(a.symbol);
   mx::ImportResult r = mx::importSymbol(sym, opt);
-  for (const std::string &n : r.notes) std::cerr << n << "\n";
+  // Warnings are one line each, whatever the names and values they echo.
+  for (const std::string &n : r.notes) std::cerr << escapeForLine(n) << "\n";
   // Convert the parameters before writing anything: a bad .params file
   // leaves neither output behind.
   std::vector<io::NamedTensor> tensors;
