@@ -50,7 +50,7 @@ RULES = {
     "tools": "support ops ir plan io passes frontend codegen compiler runtime tools",
     "examples": "support ops plan io",
     "bench": "support ops ir plan io passes codegen compiler runtime bench",
-    "test/fuzz": "support ops ir plan io",
+    "test/fuzz": "support ops ir plan io passes frontend",
     "test/unit": "support test/unit",
     "test/unit/support": "support",
     "test/unit/ops": "support ops test/unit",

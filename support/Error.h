@@ -33,13 +33,16 @@ public:
   const std::string &message() const { return message_; }
 
   /// "FILE: error: WHERE: MESSAGE", dropping empty parts, with non-printable
-  /// and non-UTF-8 bytes escaped (they come from untrusted files).
+  /// and non-UTF-8 bytes escaped (they come from untrusted files). FILE and
+  /// WHERE stay on the first line (a newline in them is escaped); the
+  /// message's own newlines start note lines, so user text inside it is
+  /// quoted with quoteName.
   static std::string format(const std::string &file, const std::string &where,
                             const std::string &message) {
     std::string out;
-    if (!file.empty()) out += file + ": ";
+    if (!file.empty()) out += escapeForLine(file) + ": ";
     out += "error: ";
-    if (!where.empty()) out += where + ": ";
+    if (!where.empty()) out += escapeForLine(where) + ": ";
     out += message;
     return escapeForMessage(out);
   }

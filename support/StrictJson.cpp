@@ -182,16 +182,6 @@ std::string ptrToken(const std::string &key) {
   return out;
 }
 
-std::string quoteName(const std::string &s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += '?';
-    else out += c;
-  }
-  if (out.size() > 80) out = out.substr(0, 77) + "...";
-  return out + "'";
-}
-
 OrderedJson parseStrictJson(const std::string &text, const std::string &file) {
   // nlohmann's lexer takes a NUL byte for the end of the input, which would
   // silently ignore whatever follows it.

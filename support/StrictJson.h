@@ -34,8 +34,4 @@ std::string lineCol(const std::string &text, size_t byte);
 /// Escapes one reference token of a JSON pointer (RFC 6901).
 std::string ptrToken(const std::string &key);
 
-/// 'name' for a message: control characters shown as '?', at most 80
-/// characters.
-std::string quoteName(const std::string &s);
-
 } // namespace mpc

@@ -100,4 +100,29 @@ std::string byteSizeText(uint64_t bytes) {
   return buf;
 }
 
+std::string escapeForLine(std::string_view text) {
+  std::string out;
+  for (char c : escapeForMessage(text)) {
+    if (c == '\n') out += "\\x0a";
+    else out += c;
+  }
+  return out;
+}
+
+std::string quoteName(std::string_view text, std::string_view quote) {
+  // Characters as the message shows them: a valid UTF-8 sequence, or one
+  // byte that escapeForMessage writes as \xNN.
+  size_t chars = 0, cut = text.size();
+  for (size_t i = 0; i < text.size(); ++chars) {
+    if (chars == kMaxQuotedChars) cut = i;
+    i += std::max<size_t>(1, utf8Length(text, i));
+  }
+  std::string out(quote);
+  out += escapeForLine(text.substr(0, cut));
+  if (cut == text.size()) return out.append(quote);
+  out += "...";
+  out.append(quote);
+  return out + " (" + std::to_string(chars) + " characters)";
+}
+
 } // namespace mpc

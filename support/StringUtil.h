@@ -42,4 +42,19 @@ std::string didYouMean(std::string_view word, const std::vector<std::string> &ca
 /// cannot garble a terminal or a log.
 std::string escapeForMessage(std::string_view text);
 
+/// escapeForMessage's text with newlines escaped too (\x0a): for a part of a
+/// diagnostic that must stay on its line (a file name, a location, a quoted
+/// name), as only a diagnostic's own note lines may break it.
+std::string escapeForLine(std::string_view text);
+
+/// Names and values echoed from user input are shown whole up to this many
+/// characters; longer ones are cut, with their length.
+constexpr size_t kMaxQuotedChars = 200;
+
+/// `text` between `quote`s for a diagnostic that echoes user input (a name,
+/// a key, an attribute value), escaped by escapeForLine, and cut after
+/// kMaxQuotedChars characters with its length after the closing quote:
+/// 'aaaa...' (26000 characters). `quote` may be "" for a bare value.
+std::string quoteName(std::string_view text, std::string_view quote = "'");
+
 } // namespace mpc

@@ -6,6 +6,7 @@
 #include "frontend/mxnet/AttrParse.h"
 
 #include "support/Error.h"
+#include "support/StrictJson.h"
 
 #include <cctype>
 #include <cerrno>
@@ -30,26 +31,26 @@ bool isNoneAttr(const std::string &s) { return trim(s) == "None"; }
 int64_t parseIntAttr(const std::string &text) {
   std::string s = trim(text);
   if (!s.empty() && (s.back() == 'L' || s.back() == 'l')) s.pop_back(); // Python 2 long
-  if (s.empty()) throw RuleError("expected an integer, got \"" + text + "\"");
+  if (s.empty()) throw RuleError("expected an integer, got " + quoteName(text, "\""));
   size_t i = s[0] == '-' || s[0] == '+' ? 1 : 0;
-  if (i == s.size()) throw RuleError("expected an integer, got \"" + text + "\"");
+  if (i == s.size()) throw RuleError("expected an integer, got " + quoteName(text, "\""));
   for (size_t k = i; k < s.size(); ++k)
     if (!std::isdigit(static_cast<unsigned char>(s[k])))
-      throw RuleError("expected an integer, got \"" + text + "\"");
+      throw RuleError("expected an integer, got " + quoteName(text, "\""));
   errno = 0;
   long long v = std::strtoll(s.c_str(), nullptr, 10);
-  if (errno == ERANGE) throw RuleError("integer \"" + text + "\" out of range");
+  if (errno == ERANGE) throw RuleError("integer " + quoteName(text, "\"") + " out of range");
   return v;
 }
 
 double parseFloatAttr(const std::string &text) {
   std::string s = trim(text);
-  if (s.empty()) throw RuleError("expected a number, got \"" + text + "\"");
+  if (s.empty()) throw RuleError("expected a number, got " + quoteName(text, "\""));
   char *end = nullptr;
   errno = 0;
   double v = std::strtod(s.c_str(), &end);
   if (end != s.c_str() + s.size() || errno == ERANGE || !std::isfinite(v))
-    throw RuleError("expected a finite number, got \"" + text + "\"");
+    throw RuleError("expected a finite number, got " + quoteName(text, "\""));
   return v;
 }
 
@@ -57,7 +58,7 @@ bool parseBoolAttr(const std::string &text) {
   std::string s = trim(text);
   if (s == "True" || s == "true" || s == "1") return true;
   if (s == "False" || s == "false" || s == "0") return false;
-  throw RuleError("expected True or False, got \"" + text + "\"");
+  throw RuleError("expected True or False, got " + quoteName(text, "\""));
 }
 
 std::vector<int64_t> parseTupleAttr(const std::string &text) {
@@ -67,12 +68,12 @@ std::vector<int64_t> parseTupleAttr(const std::string &text) {
     try {
       return {parseIntAttr(s)};
     } catch (const RuleError &) {
-      throw RuleError("expected a tuple like (2, 2), got \"" + text + "\"");
+      throw RuleError("expected a tuple like (2, 2), got " + quoteName(text, "\""));
     }
   }
   char close = s.empty() ? 0 : (s[0] == '(' ? ')' : ']');
   if (s.size() < 2 || s.back() != close)
-    throw RuleError("expected a tuple like (2, 2), got \"" + text + "\"");
+    throw RuleError("expected a tuple like (2, 2), got " + quoteName(text, "\""));
   std::string body = trim(s.substr(1, s.size() - 2));
   std::vector<int64_t> out;
   if (body.empty()) return out;
@@ -84,12 +85,12 @@ std::vector<int64_t> parseTupleAttr(const std::string &text) {
     if (item.empty()) {
       // Only the trailing comma of "(5,)" may leave an empty item.
       if (comma == std::string::npos && !out.empty()) break;
-      throw RuleError("expected a tuple like (2, 2), got \"" + text + "\"");
+      throw RuleError("expected a tuple like (2, 2), got " + quoteName(text, "\""));
     }
     try {
       out.push_back(parseIntAttr(item));
     } catch (const RuleError &) {
-      throw RuleError("expected a tuple of integers, got \"" + text + "\"");
+      throw RuleError("expected a tuple of integers, got " + quoteName(text, "\""));
     }
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -106,8 +107,9 @@ const std::string *AttrReader::find(const std::string &key) {
 }
 
 void AttrReader::fail(const std::string &key, const std::string &msg) const {
-  std::string where = node_.pointer + (node_.op == "null" ? "" : "/attrs/" + key);
-  throw UserError(file_.file, where, "attribute '" + key + "' of " + node_.describe() + ": " + msg);
+  std::string where = node_.pointer + (node_.op == "null" ? "" : "/attrs/" + ptrToken(key));
+  throw UserError(file_.file, where,
+                  "attribute " + quoteName(key) + " of " + node_.describe() + ": " + msg);
 }
 
 void AttrReader::failNode(const std::string &msg) const {
@@ -194,9 +196,8 @@ void AttrReader::finish() const {
     // Hidden annotations ("__profiler_scope__", "__storage_type__") do not
     // change the computation.
     if (key.size() > 4 && key.rfind("__", 0) == 0) continue;
-    fail(key, "unsupported attribute (value \"" + value +
-                  "\"); mpc would not compute what "
-                  "MXNet computes");
+    fail(key, "unsupported attribute (value " + quoteName(value, "\"") +
+                  "); mpc would not compute what MXNet computes");
   }
 }
 

@@ -14,6 +14,7 @@
 
 #include "frontend/mxnet/AttrParse.h"
 #include "frontend/mxnet/OpMapping.h"
+#include "ir/Device.h"
 #include "ir/Graph.h"
 #include "ir/JsonReader.h"
 #include "support/Error.h"
@@ -26,7 +27,6 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <set>
 
 namespace mpc::frontend::mxnet {
@@ -45,7 +45,7 @@ InputSpec parseInputSpec(const std::string &text) {
   if (size_t colon = dims.find(':'); colon != std::string::npos) {
     std::string dt = dims.substr(colon + 1);
     if (dt == "i32") s.i32 = true;
-    else if (dt != "f32") return bad("unknown dtype '" + dt + "' (f32 or i32)");
+    else if (dt != "f32") return bad("unknown dtype " + quoteName(dt) + " (f32 or i32)");
     dims = dims.substr(0, colon);
   }
   if (dims.empty()) return bad("no dimensions");
@@ -58,10 +58,10 @@ InputSpec parseInputSpec(const std::string &text) {
     try {
       v = parseIntAttr(d);
     } catch (const RuleError &) {
-      return bad("bad dimension '" + d + "'");
+      return bad("bad dimension " + quoteName(d));
     }
     if (v <= 0 || d.find_first_not_of("0123456789") != std::string::npos)
-      return bad("dimensions must be positive integers, got '" + d + "'");
+      return bad("dimensions must be positive integers, got " + quoteName(d));
     s.shape.push_back(v);
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -75,11 +75,6 @@ int64_t numel(const Shape &s) {
   int64_t p = 1;
   for (int64_t d : s) p *= d;
   return p;
-}
-
-bool validGroup(const std::string &g) {
-  static const std::regex kGroup("[A-Za-z_][A-Za-z0-9_.-]*|(cpu|gpu):[0-9]{1,4}");
-  return std::regex_match(g, kGroup);
 }
 
 /// MXNet's __init__ ("[\"xavier\", {\"magnitude\": 2}]") as an mpc
@@ -171,8 +166,9 @@ public:
     if (const VarUse *u = use(*v, Role::Input)) return u->value;
     auto it = given_.find(v->name);
     if (it == given_.end())
-      fail("input '" + argName(i) + "' is the variable '" + v->name +
-           "', which is data here: give its shape with --input " + v->name + "=D0,D1,...");
+      fail("input '" + argName(i) + "' is the variable " + quoteName(v->name) +
+           ", which is data here: give its shape with --input " + quoteName(v->name, "") +
+           "=D0,D1,...");
     Value val{v->name, it->second.shape, it->second.i32};
     checkShapeAnnotation(*v, val.shape);
     json in = {{"shape", val.shape}};
@@ -187,14 +183,14 @@ public:
     const SymbolNode *v = variableInput(i, "a parameter");
     if (const VarUse *u = use(*v, Role::Param)) {
       if (u->value.shape != shape)
-        fail("shares parameter '" + v->name + "' with '" + u->user + "', which needs shape " +
-             tupleText(u->value.shape) + ", not " + tupleText(shape));
+        fail("shares parameter " + quoteName(v->name) + " with " + quoteName(u->user) +
+             ", which needs shape " + tupleText(u->value.shape) + ", not " + tupleText(shape));
       return u->value;
     }
     checkShapeAnnotation(*v, shape);
     if (v->dtype && *v->dtype != "0")
       throw UserError(sym_.file, v->pointer,
-                      "parameter " + v->describe() + " has __dtype__ " + *v->dtype +
+                      "parameter " + v->describe() + " has __dtype__ " + quoteName(*v->dtype, "") +
                           "; mpc trains float32 (0) parameters only");
     json p = {{"shape", shape}, {"init", paramInit(*v, init)}};
     if (std::string g = v->ctxGroup ? *v->ctxGroup : cur_->ctxGroup.value_or(""); !g.empty())
@@ -264,8 +260,8 @@ public:
 
   void setLoss(const Value &loss) override {
     if (loss_)
-      fail("a second loss head (the first is '" + lossHead_->name +
-           "'); mpc trains one loss: import a symbol with one head");
+      fail("a second loss head (the first is " + quoteName(lossHead_->name) +
+           "); mpc trains one loss: import a symbol with one head");
     loss_ = loss;
     lossHead_ = cur_;
   }
@@ -280,9 +276,11 @@ private:
       bool gluonLabel = !opt_.loss.empty() && s.name == "label";
       if (!variables.count(s.name) && !gluonLabel) {
         std::string list;
-        for (const std::string &v : variables) list += (list.empty() ? "" : ", ") + v;
+        for (const std::string &v : variables)
+          list += (list.empty() ? "" : ", ") + quoteName(v, "");
         throw UserError(sym_.file, "--input " + s.name,
-                        "the symbol has no variable '" + s.name + "' (variables: " + list + ")");
+                        "the symbol has no variable " + quoteName(s.name) +
+                            " (variables: " + list + ")");
       }
       given_[s.name] = s;
     }
@@ -310,8 +308,8 @@ private:
     const OpMapping *m = findOpMapping(n.op);
     if (!m)
       throw UserError(sym_.file, n.pointer + "/op",
-                      "unsupported MXNet op '" + n.op + "' in '" + n.name +
-                          "' (supported: " + supportedOpList() + ")");
+                      "unsupported MXNet op " + quoteName(n.op) + " in " + quoteName(n.name) +
+                          " (supported: " + supportedOpList() + ")");
     cur_ = &n;
     mapping_ = m;
     for (size_t k = 0; k < n.inputs.size(); ++k)
@@ -394,11 +392,11 @@ private:
       const InputSpec &s = it->second;
       if (s.i32 != i32)
         throw UserError("", "--input " + name,
-                        "label '" + name + "' of " + cur_->describe() + " must be " +
+                        "label " + quoteName(name) + " of " + cur_->describe() + " must be " +
                             (i32 ? "int32 (class ids): add :i32" : "float32: drop :i32"));
       if (numel(s.shape) != numel(shape))
         throw UserError("", "--input " + name,
-                        "label '" + name + "' of " + cur_->describe() + " has shape " +
+                        "label " + quoteName(name) + " of " + cur_->describe() + " has shape " +
                             tupleText(s.shape) + "; expected " + tupleText(shape));
       val.shape = s.shape;
     }
@@ -433,8 +431,8 @@ private:
   const SymbolNode *variableInput(size_t i, const std::string &what) {
     const SymbolNode *v = inputNode(i);
     if (!v)
-      fail("input '" + argName(i) + "' must be a variable (" + what + "), got the output of '" +
-           sym_.nodes[size_t(cur_->inputs[i].node)].name + "'");
+      fail("input '" + argName(i) + "' must be a variable (" + what + "), got the output of " +
+           quoteName(sym_.nodes[size_t(cur_->inputs[i].node)].name));
     return v;
   }
 
@@ -443,13 +441,13 @@ private:
   const VarUse *use(const SymbolNode &v, Role role) {
     if (given_.count(v.name) && role != Role::Input && role != Role::Label)
       throw UserError("", "--input " + v.name,
-                      "'" + v.name + "' is " + roleName(role) + " of " + cur_->describe() +
+                      quoteName(v.name) + " is " + roleName(role) + " of " + cur_->describe() +
                           ", not data fed per step");
     auto it = vars_.find(v.name);
     if (it == vars_.end()) return nullptr;
     if (it->second.role != role)
-      fail("uses variable '" + v.name + "' as " + roleName(role) + ", but '" + it->second.user +
-           "' uses it as " + roleName(it->second.role));
+      fail("uses variable " + quoteName(v.name) + " as " + roleName(role) + ", but " +
+           quoteName(it->second.user) + " uses it as " + roleName(it->second.role));
     return &it->second;
   }
 
@@ -470,30 +468,35 @@ private:
     for (size_t k = 0; ok && k < s.size(); ++k) ok = s[k] == 0 || s[k] == shape[k];
     if (!ok)
       throw UserError(sym_.file, v.pointer,
-                      "shape mismatch: __shape__ " + *v.shape + " of " + v.describe() +
-                          " disagrees with " + tupleText(shape) + ", inferred from " +
-                          cur_->describe());
+                      "shape mismatch: __shape__ " + quoteName(*v.shape, "") + " of " +
+                          v.describe() + " disagrees with " + tupleText(shape) +
+                          ", inferred from " + cur_->describe());
   }
 
   json paramInit(const SymbolNode &v, const json &dflt) {
     if (!v.init) return dflt;
     if (std::optional<json> j = mapInit(*v.init)) return *j;
-    notes_.push_back(sym_.file + ": warning: " + v.pointer + ": __init__ " + *v.init + " of " +
-                     v.describe() + " has no mpc equivalent; using " + dflt.dump());
+    notes_.push_back(sym_.file + ": warning: " + v.pointer + ": __init__ " +
+                     quoteName(*v.init, "") + " of " + v.describe() +
+                     " has no mpc equivalent; using " + dflt.dump());
     return dflt;
   }
 
+  /// The group as the model's "device": what the mpc reader accepts there, a
+  /// group name or a device (checked by the reader's own rule, in one pass
+  /// over the characters, whatever the length).
   std::string group(const SymbolNode &n, const std::string &g) const {
-    if (!validGroup(g))
+    if (!ir::parseDevice(g) && !ir::isValidGroupName(g))
       throw UserError(sym_.file, n.pointer,
-                      "ctx_group '" + g + "' of " + n.describe() +
-                          " is not a valid mpc device group ([A-Za-z_][A-Za-z0-9_.-]*)");
+                      "ctx_group " + quoteName(g) + " of " + n.describe() +
+                          " is not a valid mpc device group ([A-Za-z_][A-Za-z0-9_.-]*) or "
+                          "device (cpu:N, gpu:N, N < 1024)");
     return g;
   }
 
   void claimName(const std::string &name) {
     if (!names_.insert(name).second)
-      fail("the mpc name '" + name + "' is taken by another value; rename the node");
+      fail("the mpc name " + quoteName(name) + " is taken by another value; rename the node");
   }
 
   void addLeaf(json &section, const std::string &prefix, const std::string &name, json body,

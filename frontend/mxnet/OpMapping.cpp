@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "frontend/mxnet/OpMapping.h"
 
+#include "support/StringUtil.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -26,7 +28,8 @@ int64_t product(const Shape &s, size_t from = 0) {
 Value floatData(MapContext &c, size_t i) {
   Value v = c.data(i);
   if (v.i32)
-    c.fail("input " + std::to_string(i) + " ('" + v.name + "') must be float32, got int32");
+    c.fail("input " + std::to_string(i) + " (" + quoteName(v.name) +
+           ") must be float32, got int32");
   return v;
 }
 
@@ -49,7 +52,8 @@ std::vector<int64_t> pair(MapContext &c, const char *key, int64_t dflt) {
 void checkLayout(MapContext &c) {
   if (!c.attrs().has("layout")) return;
   std::string l = c.attrs().getString("layout");
-  if (l != "None" && l != "NCHW") c.attrs().fail("layout", "only NCHW is supported, got " + l);
+  if (l != "None" && l != "NCHW")
+    c.attrs().fail("layout", "only NCHW is supported, got " + quoteName(l, ""));
 }
 
 Value rank4(MapContext &c, size_t i) {
@@ -123,9 +127,10 @@ Value mapPooling(MapContext &c) {
   checkLayout(c);
   a.ignore({"cudnn_off", "p_value"});
   if (type != "max" && type != "avg")
-    a.fail("pool_type", "only max and avg are supported, got " + type);
+    a.fail("pool_type", "only max and avg are supported, got " + quoteName(type, ""));
   if (convention != "valid" && convention != "full")
-    a.fail("pooling_convention", "only valid and full are supported, got " + convention);
+    a.fail("pooling_convention",
+           "only valid and full are supported, got " + quoteName(convention, ""));
   Value x = rank4(c, 0);
   int64_t n = x.shape[0], ch = x.shape[1];
   if (global) {
@@ -182,8 +187,8 @@ Value mapActivation(MapContext &c) {
   if (act == "relu" || act == "sigmoid" || act == "tanh")
     return c.emit("", act, {x}, json::object(), x.shape);
   if (act == "softrelu") return softrelu(c, x);
-  c.attrs().fail("act_type",
-                 "unsupported activation '" + act + "' (supported: relu, sigmoid, tanh, softrelu)");
+  c.attrs().fail("act_type", "unsupported activation " + quoteName(act) +
+                                 " (supported: relu, sigmoid, tanh, softrelu)");
 }
 
 Value mapLeakyReLU(MapContext &c) {
@@ -193,7 +198,8 @@ Value mapLeakyReLU(MapContext &c) {
   a.ignore({"lower_bound", "upper_bound"}); // rrelu only
   if (act == "gelu") return c.emit("", "gelu", {x}, json{{"approximate", "none"}}, x.shape);
   if (act != "leaky")
-    a.fail("act_type", "unsupported LeakyReLU type '" + act + "' (supported: leaky, gelu)");
+    a.fail("act_type",
+           "unsupported LeakyReLU type " + quoteName(act) + " (supported: leaky, gelu)");
   double slope = a.getFloat("slope", 0.25);
   // leaky(x) = relu(x) - slope * relu(-x), from ops mpc has.
   Value pos = c.emit("pos", "relu", {x}, json::object(), x.shape);
@@ -250,7 +256,8 @@ Value mapDropout(MapContext &c) {
   std::vector<int64_t> axes = a.getTuple("axes", std::vector<int64_t>{});
   a.ignore({"cudnn_off"});
   if (mode != "training")
-    a.fail("mode", "only 'training' is supported (mpc drops out in training only), got " + mode);
+    a.fail("mode", "only 'training' is supported (mpc drops out in training only), got " +
+                       quoteName(mode, ""));
   if (!axes.empty()) a.fail("axes", "shared masks along axes are not supported");
   if (p < 0 || p >= 1) a.fail("p", "must be in [0, 1)");
   Value x = floatData(c, 0);
@@ -417,8 +424,8 @@ Value mapEmbedding(MapContext &c) {
   a.ignore({"sparse_grad"}); // mpc's dense gradient has the same values
   Value ids = c.data(0);
   if (!ids.i32)
-    c.fail("ids '" + ids.name + "' must be int32 in mpc: give them as --input " + ids.name +
-           "=...:i32");
+    c.fail("ids " + quoteName(ids.name) + " must be int32 in mpc: give them as --input " +
+           quoteName(ids.name, "") + "=...:i32");
   Value w = c.param(1, {vocab, dim}, "xavier");
   Shape out = ids.shape;
   out.push_back(dim);
@@ -445,7 +452,7 @@ Value mapSoftmaxOutput(MapContext &c) {
   if (a.getFloat("smooth_alpha", 0) != 0)
     a.fail("smooth_alpha", "label smoothing is not supported");
   if (norm != "null" && norm != "batch" && norm != "valid")
-    a.fail("normalization", "must be null, batch or valid, got " + norm);
+    a.fail("normalization", "must be null, batch or valid, got " + quoteName(norm, ""));
   Value x = floatData(c, 0);
   if (x.shape.size() != 2)
     c.fail("data must be (batch, classes), got " + tupleText(x.shape) +

@@ -17,7 +17,9 @@
 // int32 mshadow type flag (0 float32, 1 float64, 2 float16, 3 uint8,
 // 4 int32, 5 int8, 6 int64); data: the elements, row-major.
 // float64 and float16 arrays are converted to float32; other types are
-// refused. Errors name the file, the array and the byte offset.
+// refused. Every size the file declares is checked against the bytes left
+// before anything of that size is allocated. Errors name the file, the array
+// and the byte offset.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -50,9 +52,10 @@ struct FloatTensor {
 };
 
 /// Matches a file's arrays to what the import expects: every expected
-/// array present with its shape, no unknown names, "aux:" exactly for the
-/// running statistics. Arrays the model does not use (a fixed gamma) are
-/// left out. The result is sorted by name.
+/// array present once with its shape (not as both "arg:w" and "w"), no
+/// unknown names, "aux:" exactly for the running statistics. Arrays the
+/// model does not use (a fixed gamma) are left out. The result is sorted by
+/// name.
 std::vector<FloatTensor> matchParams(const std::vector<NdArray> &arrays,
                                      const std::vector<ExpectedArray> &expected,
                                      const std::string &file);

@@ -21,7 +21,8 @@ namespace mpc::frontend::mxnet {
 using json = OrderedJson; // what parseStrictJson returns
 
 std::string SymbolNode::describe() const {
-  return "'" + name + "' (" + (isVariable() ? std::string("variable") : op) + ")";
+  return quoteName(name) + " (" + (isVariable() ? std::string("variable") : quoteName(op, "")) +
+         ")";
 }
 
 namespace {
@@ -34,6 +35,9 @@ std::string typeName(const json &j) {
   if (j.is_number()) return "a number";
   return "null";
 }
+
+/// A JSON value echoed in a message: on one line, cut when long.
+std::string shown(const json &j) { return quoteName(j.dump(), ""); }
 
 class Reader {
 public:
@@ -49,8 +53,9 @@ public:
     for (auto it = root.begin(); it != root.end(); ++it)
       if (it.key() != "nodes" && it.key() != "heads" && it.key() != "arg_nodes" &&
           it.key() != "node_row_ptr" && it.key() != "attrs")
-        fail("/" + it.key(), "unknown top-level key '" + it.key() +
-                                 "' (allowed: nodes, arg_nodes, node_row_ptr, heads, attrs)");
+        fail("/" + ptrToken(it.key()),
+             "unknown top-level key " + quoteName(it.key()) +
+                 " (allowed: nodes, arg_nodes, node_row_ptr, heads, attrs)");
     out_.file = file_;
     const json *nodes = find(root, "nodes");
     if (!nodes || !nodes->is_array() || nodes->empty())
@@ -100,19 +105,19 @@ private:
     if (v->is_array() && v->size() == 2 && (*v)[1].is_number_integer())
       out_.mxnetVersion = (*v)[1].get<int>();
     else if (v->is_number_integer()) out_.mxnetVersion = v->get<int>();
-    else fail("/attrs/mxnet_version", "mxnet_version must be [\"int\", N], got " + v->dump());
+    else fail("/attrs/mxnet_version", "mxnet_version must be [\"int\", N], got " + shown(*v));
   }
 
   Entry readEntry(const json &j, const std::string &ptr) const {
     if (!j.is_array() || j.size() < 2 || j.size() > 3)
-      fail(ptr, "an entry is [node, index] or [node, index, version], got " + j.dump());
+      fail(ptr, "an entry is [node, index] or [node, index, version], got " + shown(j));
     for (const json &f : j)
       if (!f.is_number_integer())
         fail(ptr,
-             "an entry is [node, index] or [node, index, version] of integers, got " + j.dump());
+             "an entry is [node, index] or [node, index, version] of integers, got " + shown(j));
     int64_t node = j[0].get<int64_t>(), index = j[1].get<int64_t>();
     if (node < 0 || node > 1 << 30 || index < 0 || index > 1 << 20)
-      fail(ptr, "entry " + j.dump() + " out of range");
+      fail(ptr, "entry " + shown(j) + " out of range");
     return Entry{int(node), int(index)};
   }
 
@@ -156,9 +161,9 @@ private:
         continue;
       }
       if (k == "subgraphs" && it->is_array() && it->empty()) continue;
-      fail(ptr + "/" + k, "unknown key '" + k + "' in node " + n.describe() +
-                              " (allowed: op, name, inputs, attrs, attr, param, control_deps, "
-                              "backward_source_id)");
+      fail(ptr + "/" + ptrToken(k), "unknown key " + quoteName(k) + " in node " + n.describe() +
+                                        " (allowed: op, name, inputs, attrs, attr, param, "
+                                        "control_deps, backward_source_id)");
     }
     sawParam |= find(j, "backward_source_id") != nullptr;
     const json *inputs = find(j, "inputs");
@@ -179,8 +184,9 @@ private:
       fail(ptr, "attributes of " + n.describe() + " must be an object of strings");
     for (auto it = d.begin(); it != d.end(); ++it) {
       if (!it->is_string())
-        fail(ptr + "/" + it.key(), "attribute '" + it.key() + "' of " + n.describe() +
-                                       " must be a string, got " + it->dump());
+        fail(ptr + "/" + ptrToken(it.key()), "attribute " + quoteName(it.key()) + " of " +
+                                                 n.describe() + " must be a string, got " +
+                                                 shown(*it));
       std::string key = it.key(), value = it->get<std::string>();
       std::string bare = key;
       if (bare.size() > 4 && bare.rfind("__", 0) == 0 &&
@@ -212,8 +218,8 @@ private:
           std::string path;
           auto from = std::find(stack.begin(), stack.end(), e.node);
           for (auto it = from; it != stack.end(); ++it)
-            path += "'" + out_.nodes[*it].name + "' uses '" +
-                    out_.nodes[it + 1 == stack.end() ? e.node : *(it + 1)].name + "'" +
+            path += quoteName(out_.nodes[*it].name) + " uses " +
+                    quoteName(out_.nodes[it + 1 == stack.end() ? e.node : *(it + 1)].name) +
                     (it + 1 == stack.end() ? "" : ", ");
           fail(out_.nodes[e.node].pointer,
                "cycle through " + out_.nodes[e.node].describe() + ": " + path);

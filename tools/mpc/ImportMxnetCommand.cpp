@@ -43,6 +43,14 @@ void importMxnet(const ImportArgs &a) {
                     "--params and --params-out go together");
   if (a.momentum && a.optimizer != "sgd")
     throw UserError("", "--momentum", "is an sgd setting; " + a.optimizer + " has beta1");
+  // Both outputs are checked before any work: neither may be an input, the
+  // other output, or in a folder that cannot be written, so a bad
+  // --params-out never leaves a model written by -o behind.
+  std::vector<OutputTarget> outputs = {{"-o", a.output}};
+  if (!a.paramsOut.empty()) outputs.push_back({"--params-out", a.paramsOut});
+  std::vector<std::string> inputs = {a.symbol};
+  if (!a.params.empty()) inputs.push_back(a.params);
+  checkOutputTargets(outputs, inputs);
   mx::ImportOptions opt;
   for (const std::string &s : a.inputs) opt.inputs.push_back(mx::parseInputSpec(s));
   opt.loss = a.loss;
@@ -55,7 +63,8 @@ void importMxnet(const ImportArgs &a) {
   opt.outputFile = a.output;
   mx::SymbolFile sym = mx::readSymbolFile(a.symbol);
   mx::ImportResult r = mx::importSymbol(sym, opt);
-  for (const std::string &n : r.notes) std::cerr << n << "\n";
+  // Warnings are one line each, whatever the names and values they echo.
+  for (const std::string &n : r.notes) std::cerr << escapeForLine(n) << "\n";
   // Convert the parameters before writing anything: a bad .params file
   // leaves neither output behind.
   std::vector<io::NamedTensor> tensors;

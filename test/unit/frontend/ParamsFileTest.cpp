@@ -112,6 +112,40 @@ TEST(ParamsFile, EveryTruncationIsAUserError) {
             std::string::npos);
 }
 
+TEST(ParamsFile, DeclaredSizesAreCheckedBeforeAllocating) {
+  // A count of arrays the bytes left cannot hold: the file was cut short.
+  Bytes b;
+  b.put<uint64_t>(0x112).put<uint64_t>(0).put<uint64_t>(2);
+  EXPECT_EQ(errorOf(b.data),
+            "m.params: error: byte 24: truncated file: 2 arrays need at least 8 bytes, 0 left");
+  b = Bytes();
+  b.put<uint64_t>(0x112).put<uint64_t>(0).put<uint64_t>(UINT64_MAX).put<uint32_t>(0);
+  EXPECT_EQ(errorOf(b.data), "m.params: error: byte 24: truncated file: 18446744073709551615 "
+                             "arrays need at least 18446744073709551615 bytes, 4 left");
+  // A 101-byte file declaring 2^33 float32 elements (32 GiB) is refused
+  // before the data is allocated.
+  b = Bytes();
+  b.put<uint64_t>(0x112).put<uint64_t>(0).put<uint64_t>(1);
+  putArray(b, Form::V2, {int64_t(1) << 33}, {});
+  b.data.resize(101);
+  EXPECT_EQ(errorOf(b.data), "m.params: error: array 0 at byte 56: truncated file: float32 data "
+                             "needs 34359738368 bytes, 45 left");
+  // A rank whose dimensions are not in the file.
+  b = Bytes();
+  b.put<uint64_t>(0x112).put<uint64_t>(0).put<uint64_t>(1);
+  b.put<uint32_t>(0xF993fac9).put<int32_t>(0).put<int32_t>(3).put<int64_t>(2);
+  EXPECT_EQ(errorOf(b.data), "m.params: error: array 0 at byte 36: truncated file: a shape of "
+                             "rank 3 needs 24 bytes, 8 left");
+  // A zero dimension makes the array empty whatever the others declare.
+  b = Bytes();
+  b.put<uint64_t>(0x112).put<uint64_t>(0).put<uint64_t>(1);
+  putArray(b, Form::V2, {int64_t(1) << 35, 0}, {});
+  b.put<uint64_t>(1).str("arg:a");
+  std::vector<mx::NdArray> a = mx::parseParamsFile(b.data.data(), b.data.size(), "m.params");
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_TRUE(a[0].data.empty());
+}
+
 TEST(ParamsFile, CorruptFilesAreUserErrors) {
   std::vector<uint8_t> bytes = twoArrays(Form::V2);
   std::vector<uint8_t> bad = bytes;
@@ -163,6 +197,21 @@ TEST(ParamsFile, MatchesTheModelsArrays) {
             std::string::npos);
   EXPECT_NE(error({want[0], {"bn_moving_mean", {3}, false, false, "bn"}}).find("arg: expected"),
             std::string::npos);
+  // "arg:w" and a bare "w" name one array of the model: given twice.
+  Bytes twice;
+  twice.put<uint64_t>(0x112).put<uint64_t>(0).put<uint64_t>(2);
+  putArray(twice, Form::V2, {3}, {1, 2, 3});
+  putArray(twice, Form::V2, {3}, {4, 5, 6});
+  twice.put<uint64_t>(2).str("aux:bn_moving_mean").str("bn_moving_mean");
+  std::vector<mx::NdArray> both =
+      mx::parseParamsFile(twice.data.data(), twice.data.size(), "m.params");
+  try {
+    mx::matchParams(both, {want[1]}, "m.params");
+    ADD_FAILURE() << "a model array given twice was accepted";
+  } catch (const mpc::UserError &e) {
+    EXPECT_STREQ(e.what(), "m.params: error: array 'bn_moving_mean' at byte 68: "
+                           "'bn_moving_mean' is also given by array 'aux:bn_moving_mean'");
+  }
   // A fixed gamma is in the file but not in the model: accepted, left out.
   t = mx::matchParams(a, {want[0], {"bn_moving_mean", {3}, true, true, "bn"}}, "m.params");
   ASSERT_EQ(t.size(), 1u);

@@ -97,4 +97,23 @@ TEST(StringUtil, EscapeForMessageKeepsUtf8AndEscapesTheRest) {
   EXPECT_STREQ(e.what(), "f\\xff.json: error: /nodes/0: bad \\x01");
 }
 
+TEST(StringUtil, QuoteNameKeepsUserTextOnOneLineAndShort) {
+  EXPECT_EQ(mpc::quoteName("fc1"), "'fc1'");
+  EXPECT_EQ(mpc::quoteName("NHWC", ""), "NHWC");
+  EXPECT_EQ(mpc::quoteName("a\nb\x1b"), "'a\\x0ab\\x1b'");
+  EXPECT_EQ(mpc::quoteName("x", "\""), "\"x\"");
+  std::string limit(mpc::kMaxQuotedChars, 'a');
+  EXPECT_EQ(mpc::quoteName(limit), "'" + limit + "'");
+  EXPECT_EQ(mpc::quoteName(std::string(26000, 'a')), "'" + limit + "...' (26000 characters)");
+  // Cut between characters, never inside a UTF-8 sequence; a character is
+  // what the message shows as one.
+  std::string accents;
+  for (size_t i = 0; i < mpc::kMaxQuotedChars + 1; ++i) accents += "\xc3\xa9";
+  EXPECT_EQ(mpc::quoteName(accents),
+            "'" + accents.substr(0, 2 * mpc::kMaxQuotedChars) + "...' (201 characters)");
+  // A location or file name stays on the diagnostic's first line.
+  mpc::UserError e("a\nb.json", "/nodes/0/attrs/k\ney", "bad");
+  EXPECT_STREQ(e.what(), "a\\x0ab.json: error: /nodes/0/attrs/k\\x0aey: bad");
+}
+
 } // namespace
