@@ -19,6 +19,7 @@
 // path into the plan.
 //
 //===----------------------------------------------------------------------===//
+#include "ops/Type.h"
 #include "plan/OpSignatures.h"
 #include "plan/PlanFormat.h"
 #include "plan/PlanIO.h"
@@ -40,17 +41,6 @@ bool validDeviceName(const std::string &s) {
   if (idx.empty() || idx.size() > 4) return false;
   if (idx.size() > 1 && idx[0] == '0') return false;
   return std::all_of(idx.begin(), idx.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-std::optional<int64_t> checkedElements(const std::vector<int64_t> &shape) {
-  if (shape.size() > kMaxRank) return std::nullopt;
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0 || d > kMaxTensorElements) return std::nullopt;
-    if (d != 0 && n > kMaxTensorElements / d) return std::nullopt;
-    n *= d;
-  }
-  return n;
 }
 
 /// Orders op table entries and names by name (the table is sorted).
@@ -75,9 +65,10 @@ struct Verifier {
       // Paths are spelt out only for a problem: this runs once per buffer.
       auto bp = [&] { return "/devices/" + std::to_string(di) + "/buffers/" + std::to_string(i); };
       if (b.id != i) report(bp(), "buffer id " + std::to_string(b.id) + " differs from its index");
-      auto n = checkedElements(b.shape);
+      auto n = ops::checkedNumElements(b.shape);
       if (!n) {
-        report(bp() + "/shape", "invalid shape");
+        report(bp() + "/shape", b.shape.size() > ops::kMaxRank ? ops::rankLimitText(b.shape.size())
+                                                               : "invalid shape");
         shapesOk = false;
         continue;
       }
@@ -102,7 +93,8 @@ struct Verifier {
     const DeviceProgram &d = plan.devices[di];
     std::vector<const Buffer *> bufs;
     for (const Buffer &b : d.buffers)
-      if (b.region == Region::Persistent && b.bytes > 0 && checkedElements(b.shape)) bufs.push_back(&b);
+      if (b.region == Region::Persistent && b.bytes > 0 && ops::checkedNumElements(b.shape))
+        bufs.push_back(&b);
     std::sort(bufs.begin(), bufs.end(), [](const Buffer *a, const Buffer *b) {
       return a->offset != b->offset ? a->offset < b->offset : a->id < b->id;
     });
@@ -492,7 +484,8 @@ struct Verifier {
     refs(plan.states, "states");
     if (plan.hasLoss) {
       checkRef(plan.loss, "/loss");
-      if (checkedElements(plan.loss.shape).value_or(0) != 1) report("/loss", "the loss must have one element");
+      if (ops::checkedNumElements(plan.loss.shape).value_or(0) != 1)
+        report("/loss", "the loss must have one element");
     }
     size_t want = plan.params.size() + plan.states.size();
     if (plan.initialValues.size() != want) {
@@ -501,7 +494,7 @@ struct Verifier {
     } else {
       for (size_t i = 0; i < want; ++i) {
         const TensorRef &r = i < plan.params.size() ? plan.params[i] : plan.states[i - plan.params.size()];
-        auto n = checkedElements(r.shape);
+        auto n = ops::checkedNumElements(r.shape);
         if (!n || plan.initialValues[i].size() != uint64_t(*n) * 4)
           report("/initial_values/" + std::to_string(i),
                  std::to_string(plan.initialValues[i].size()) + " bytes for '" + r.name + "' " +
