@@ -189,9 +189,9 @@ struct Verifier {
   /// another value. `owner` maps each written byte range of the arena to the
   /// buffer that wrote it last; a written buffer holds its value while every
   /// range over its bytes is its own. A write splits or erases the ranges it
-  /// covers and adds at most three, and a read of a buffer holding its value
-  /// meets one range, so a device costs O((instructions + operands) log
-  /// buffers) however much the arena is reused.
+  /// covers and adds at most three, and a read meets at most two ranges, so a
+  /// device costs O((instructions + operands) log buffers) however much the
+  /// arena is reused, and however a hostile plan lays its buffers out.
   void checkReadAfterWrite(size_t di) {
     const DeviceProgram &d = plan.devices[di];
     struct Span {
@@ -231,14 +231,15 @@ struct Verifier {
         if (!written[b.id]) {
           what = "before any instruction writes it";
         } else {
-          // The spans over b's bytes: b's own, or some written after b (the
-          // earliest of those that still stand is named).
+          // The spans over b's bytes, lowest first: b's own, or the first of
+          // some written since. Pieces of b are never adjacent (only b's
+          // own write, covering all of it, makes one), so this stops at the
+          // first or second span.
           auto it = owner.upper_bound(b.offset);
           if (it != owner.begin() && std::prev(it)->second.end > b.offset) --it;
           const Span *over = nullptr;
-          for (; it != owner.end() && it->first < b.offset + b.bytes; ++it)
-            if (it->second.buffer != b.id && (!over || it->second.instr < over->instr))
-              over = &it->second;
+          for (; !over && it != owner.end() && it->first < b.offset + b.bytes; ++it)
+            if (it->second.buffer != b.id) over = &it->second;
           if (!over) continue;
           what = "after instruction " + std::to_string(over->instr) +
                  " overwrote its bytes (buffer '" + d.buffers[over->buffer].name + "')";
