@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "io/Npy.h"
 
+#include "ops/Type.h"
 #include "support/Error.h"
 #include "support/FileIO.h"
 
@@ -21,7 +22,7 @@ namespace mpc::io {
 namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
-constexpr int64_t kMaxElements = int64_t(1) << 40;
+using ops::kMaxElements;
 
 struct HeaderValue {
   enum Kind { String, Bool, Tuple } kind = String;
@@ -172,6 +173,9 @@ NpyArray parseNpy(const uint8_t *data, size_t size, const std::string &file) {
     throw UserError(file, "npy header", "fortran_order arrays are not supported (use C order)");
   arr.shape = get("shape", HeaderValue::Tuple).ints;
   if (dict.size() != 3) throw UserError(file, "npy header", "unexpected keys in the header");
+  if (arr.shape.size() > ops::kMaxRank)
+    throw UserError(file, "npy header",
+                    "shape " + shapeText(arr.shape) + ": " + ops::rankLimitText(arr.shape.size()));
   int64_t n = 1;
   for (int64_t d : arr.shape) {
     if (d != 0 && n > kMaxElements / d)

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "io/Safetensors.h"
 
+#include "ops/Type.h"
 #include "support/Error.h"
 #include "support/FileIO.h"
 
@@ -21,7 +22,7 @@ namespace mpc::io {
 
 namespace {
 constexpr uint64_t kMaxHeader = uint64_t(100) << 20;
-constexpr int64_t kMaxElements = int64_t(1) << 40;
+using ops::kMaxElements;
 } // namespace
 
 namespace {
@@ -98,6 +99,8 @@ SafetensorsFile parseSafetensorsFile(const uint8_t *data, size_t size, const std
     else throw UserError(file, where, "unsupported dtype '" + dtype + "' (expected F32 or I32)");
     if (!e.contains("shape") || !e["shape"].is_array())
       throw UserError(file, where, "missing or non-array 'shape'");
+    if (e["shape"].size() > ops::kMaxRank)
+      throw UserError(file, where, "shape: " + ops::rankLimitText(e["shape"].size()));
     int64_t n = 1;
     for (const nlohmann::json &d : e["shape"]) {
       if (!d.is_number_unsigned())

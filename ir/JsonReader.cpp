@@ -226,6 +226,8 @@ private:
     std::string sp = ptr + "/shape";
     if (!j->is_array()) fail(sp, "shape of " + who + " must be an array of integers, got " +
                                      describeJson(*j));
+    if (j->size() > kMaxRank)
+      fail(sp, "shape of " + who + ": " + rankLimitText(j->size()));
     Shape shape;
     for (size_t i = 0; i < j->size(); ++i) {
       const json &d = (*j)[i];
@@ -652,6 +654,8 @@ private:
         if (msg.rfind(prefix, 0) == 0) msg = msg.substr(prefix.size());
         fail(p.ptr, "shape mismatch in " + who + ": " + msg);
       }
+      if (t.shape.size() > kMaxRank)
+        fail(p.ptr, "result of " + who + " " + t.str() + ": " + rankLimitText(t.shape.size()));
       if (!checkedNumElements(t.shape))
         fail(p.ptr, "overflowing shape of " + who + ": result " + shapeText(t.shape) +
                         " has more than 2^40 elements");

@@ -80,6 +80,9 @@ private:
     bool ok = true;
     if (checkedNumElements(n.type.shape)) {
       shapeOk_[size_t(n.id)] = 1;
+    } else if (n.type.shape.size() > kMaxRank) {
+      report(n, "shape " + shapeText(n.type.shape) + ": " + rankLimitText(n.type.shape.size()));
+      ok = false;
     } else {
       report(n, "invalid or overflowing shape " + shapeText(n.type.shape));
       ok = false;

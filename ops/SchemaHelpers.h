@@ -52,8 +52,10 @@ inline TensorType broadcastPair(const TensorType &a, const TensorType &b) {
   return {DType::F32, *s};
 }
 
-/// Checks a user-given shape: no negative dims, element count in range.
+/// Checks a user-given shape: rank, no negative dims, element count in range.
 inline void requireValidShape(const Shape &s, const char *op) {
+  if (s.size() > kMaxRank)
+    throw RuleError(std::string(op) + " shape " + shapeText(s) + ": " + rankLimitText(s.size()));
   if (!checkedNumElements(s))
     throw RuleError(std::string(op) + " shape " + shapeText(s) +
                     " has a negative dimension or too many elements");

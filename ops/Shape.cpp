@@ -79,6 +79,8 @@ TensorType inferReshape(TypeOps ops, const AttrMap &attrs) {
   if (x.dtype != DType::F32 && x.dtype != DType::I32)
     throw RuleError("reshape operand 'x' must be f32 or i32, got " + x.str());
   const Shape &want = getInts(attrs, "shape");
+  if (want.size() > kMaxRank)
+    throw RuleError("reshape shape " + shapeText(want) + ": " + rankLimitText(want.size()));
   Shape out = want;
   int inferred = -1;
   int64_t known = 1;

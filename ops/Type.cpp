@@ -3,7 +3,13 @@
 
 namespace mpc::ops {
 
+std::string rankLimitText(size_t rank) {
+  return "rank " + std::to_string(rank) + " exceeds the limit of " + std::to_string(kMaxRank) +
+         " axes";
+}
+
 std::optional<int64_t> checkedNumElements(const Shape &shape) {
+  if (shape.size() > kMaxRank) return std::nullopt;
   int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0) return std::nullopt;

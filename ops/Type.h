@@ -1,8 +1,8 @@
 //===- ops/Type.h - tensor types: dtype and static shape -----------------===//
 //
 // Every value is a dense tensor with a static shape. A shape of
-// rank 0 is a scalar. Element counts are checked against overflow wherever a
-// shape is built from user input (see checkedNumElements).
+// rank 0 is a scalar. Ranks and element counts are checked wherever a shape
+// is built from user input (see checkedNumElements).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -10,6 +10,7 @@
 #include "ops/DType.h"
 #include "support/StringUtil.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -23,8 +24,19 @@ using Shape = std::vector<int64_t>;
 /// real model, small enough that byte sizes cannot overflow int64.
 constexpr int64_t kMaxElements = int64_t(1) << 40;
 
-/// Product of dims; nullopt when a dim is negative or the product exceeds
-/// kMaxElements.
+/// Largest rank mpc accepts for one tensor: far beyond any real model, and
+/// bounded so every layer may keep a shape's axes in fixed storage. Every
+/// reader refuses a larger rank where a shape enters (the model reader for
+/// shapes and the results they give, NPY, safetensors, plan.bin), so no
+/// later layer meets one.
+constexpr size_t kMaxRank = 16;
+
+/// "rank 17 exceeds the limit of 16 axes": how every reader says a shape
+/// of `rank` axes is over kMaxRank.
+std::string rankLimitText(size_t rank);
+
+/// Product of dims; nullopt when the rank exceeds kMaxRank, a dim is
+/// negative or the product exceeds kMaxElements.
 std::optional<int64_t> checkedNumElements(const Shape &shape);
 
 struct TensorType {

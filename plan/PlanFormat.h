@@ -43,10 +43,10 @@ inline constexpr const char *kSectionMeta = "meta";
 inline constexpr const char *kSectionData = "data";
 inline constexpr const char *kSectionVerify = "verify";
 
-/// Limits checked before anything is allocated from a file's numbers.
+/// Limits checked before anything is allocated from a file's numbers. A
+/// shape's rank and element count are bounded by the op contract's limits
+/// (ops::kMaxRank, ops::kMaxElements in ops/Type.h), as in every reader.
 inline constexpr uint64_t kMaxMetaBytes = uint64_t(1) << 30;
-inline constexpr int64_t kMaxTensorElements = int64_t(1) << 40;
-inline constexpr size_t kMaxRank = 16;
 inline constexpr size_t kMaxCborDepth = 32;
 
 inline constexpr uint64_t alignUp(uint64_t v, uint64_t a = kPlanAlignment) {

@@ -16,6 +16,7 @@
 //   4. verifyPlan: the cross-references (buffers, channels, bounds).
 //
 //===----------------------------------------------------------------------===//
+#include "ops/Type.h"
 #include "plan/OpSignatures.h"
 #include "plan/PlanFormat.h"
 #include "plan/PlanIO.h"
@@ -151,14 +152,13 @@ public:
   }
   std::vector<int64_t> shape(const json &j, const std::string &ptr) const {
     array(j, ptr);
-    if (j.size() > kMaxRank)
-      fail(ptr, "rank " + std::to_string(j.size()) + " exceeds the limit " + std::to_string(kMaxRank));
+    if (j.size() > ops::kMaxRank) fail(ptr, ops::rankLimitText(j.size()));
     std::vector<int64_t> dims;
     int64_t n = 1;
     for (size_t i = 0; i < j.size(); ++i) {
       std::string p = ptr + "/" + std::to_string(i);
-      int64_t d = int64_t(u64(j[i], p, uint64_t(kMaxTensorElements)));
-      if (d != 0 && n > kMaxTensorElements / d) fail(ptr, "shape has too many elements");
+      int64_t d = int64_t(u64(j[i], p, uint64_t(ops::kMaxElements)));
+      if (d != 0 && n > ops::kMaxElements / d) fail(ptr, "shape has too many elements");
       n *= d;
       dims.push_back(d);
     }

@@ -2,10 +2,12 @@
 //
 // Checks everything the runtimes rely on without re-checking: device names,
 // buffers inside their regions and sized by their shapes, instruction
-// operands naming existing buffers, arena buffers written before they are
-// read and never sharing bytes while both are live (save a kernel's result
-// that takes over exactly the bytes of an operand dying at that kernel, the
-// in-place reuse of codegen/InPlace.cpp), send/recv pairs matched
+// operands naming existing buffers, read after write on each device (every
+// buffer an instruction reads holds a value: an arena buffer once written and
+// until another buffer's write covers some of its bytes), arena buffers never
+// sharing bytes while both are live (save a kernel's result that takes over
+// exactly the bytes of an operand dying at that kernel, the in-place reuse of
+// codegen/InPlace.cpp), send/recv pairs matched
 // one to one by channel with consistent peers and equal types, tensor refs
 // pointing at persistent buffers of their type, initial values sized by their
 // tensors, persistent buffers that never share bytes, an op table equal to
@@ -17,6 +19,7 @@
 // path into the plan.
 //
 //===----------------------------------------------------------------------===//
+#include "ops/Type.h"
 #include "plan/OpSignatures.h"
 #include "plan/PlanFormat.h"
 #include "plan/PlanIO.h"
@@ -38,17 +41,6 @@ bool validDeviceName(const std::string &s) {
   if (idx.empty() || idx.size() > 4) return false;
   if (idx.size() > 1 && idx[0] == '0') return false;
   return std::all_of(idx.begin(), idx.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-std::optional<int64_t> checkedElements(const std::vector<int64_t> &shape) {
-  if (shape.size() > kMaxRank) return std::nullopt;
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0 || d > kMaxTensorElements) return std::nullopt;
-    if (d != 0 && n > kMaxTensorElements / d) return std::nullopt;
-    n *= d;
-  }
-  return n;
 }
 
 /// Orders op table entries and names by name (the table is sorted).
@@ -73,9 +65,10 @@ struct Verifier {
       // Paths are spelt out only for a problem: this runs once per buffer.
       auto bp = [&] { return "/devices/" + std::to_string(di) + "/buffers/" + std::to_string(i); };
       if (b.id != i) report(bp(), "buffer id " + std::to_string(b.id) + " differs from its index");
-      auto n = checkedElements(b.shape);
+      auto n = ops::checkedNumElements(b.shape);
       if (!n) {
-        report(bp() + "/shape", "invalid shape");
+        report(bp() + "/shape", b.shape.size() > ops::kMaxRank ? ops::rankLimitText(b.shape.size())
+                                                               : "invalid shape");
         shapesOk = false;
         continue;
       }
@@ -100,7 +93,8 @@ struct Verifier {
     const DeviceProgram &d = plan.devices[di];
     std::vector<const Buffer *> bufs;
     for (const Buffer &b : d.buffers)
-      if (b.region == Region::Persistent && b.bytes > 0 && checkedElements(b.shape)) bufs.push_back(&b);
+      if (b.region == Region::Persistent && b.bytes > 0 && ops::checkedNumElements(b.shape))
+        bufs.push_back(&b);
     std::sort(bufs.begin(), bufs.end(), [](const Buffer *a, const Buffer *b) {
       return a->offset != b->offset ? a->offset < b->offset : a->id < b->id;
     });
@@ -184,31 +178,110 @@ struct Verifier {
     return ok;
   }
 
-  /// Arena buffers: written before read; no two live at once share bytes.
+  /// Read after write: walking the device's list in order, every buffer an
+  /// instruction reads (a kernel's operands, a send's buffer) holds a value.
+  /// A persistent buffer holds one from the start of the step. An arena buffer
+  /// holds one once a kernel or a receive writes it (as its result, or as an
+  /// operand its op updates in place, ops::OpSchema::mutatedOperands), and
+  /// loses it when a write of another buffer covers any of its bytes: the
+  /// memory planner reuses arena bytes, and a result may take over a dying
+  /// operand in place, so a later read of the overwritten buffer reads
+  /// another value. `owner` maps each written byte range of the arena to the
+  /// buffer that wrote it last; a written buffer holds its value while every
+  /// range over its bytes is its own. A write splits or erases the ranges it
+  /// covers and adds at most three, and a read meets at most two ranges, so a
+  /// device costs O((instructions + operands) log buffers) however much the
+  /// arena is reused, and however a hostile plan lays its buffers out.
+  void checkReadAfterWrite(size_t di) {
+    const DeviceProgram &d = plan.devices[di];
+    // The spans below need every arena buffer inside the arena (checkBuffers
+    // reports those that are not).
+    for (const Buffer &b : d.buffers)
+      if (b.region == Region::Arena &&
+          (b.offset > d.arenaBytes || b.bytes > d.arenaBytes - b.offset))
+        return;
+    struct Span {
+      uint64_t end;
+      uint32_t buffer; ///< the buffer that wrote these bytes last
+      size_t instr;    ///< the instruction that wrote them
+    };
+    std::map<uint64_t, Span> owner; // start -> span; the spans are disjoint
+    std::vector<bool> written(d.buffers.size(), false);
+    auto write = [&](uint32_t id, size_t i) {
+      const Buffer &b = d.buffers[id];
+      if (b.region != Region::Arena) return;
+      written[id] = true;
+      if (b.bytes == 0) return;
+      uint64_t start = b.offset, end = b.offset + b.bytes;
+      auto it = owner.lower_bound(start);
+      if (it != owner.begin()) {
+        auto prev = std::prev(it);
+        if (prev->second.end > start) {
+          Span tail = prev->second; // a span reaching past the write keeps its rest
+          prev->second.end = start;
+          if (tail.end > end) owner.emplace(end, tail);
+        }
+      }
+      while (it != owner.end() && it->first < end) {
+        if (it->second.end > end) owner.emplace(end, it->second);
+        it = owner.erase(it);
+      }
+      owner.emplace(start, Span{end, id, i});
+    };
+    for (size_t i = 0; i < d.instrs.size(); ++i) {
+      const Instr &in = d.instrs[i];
+      for (size_t k = 0; k < in.inputs.size(); ++k) {
+        const Buffer &b = d.buffers[in.inputs[k]];
+        if (b.region != Region::Arena) continue;
+        std::string what;
+        if (!written[b.id]) {
+          what = "before any instruction writes it";
+        } else {
+          // The spans over b's bytes, lowest first: b's own, or the first of
+          // some written since. Pieces of b are never adjacent (only b's
+          // own write, covering all of it, makes one), so this stops at the
+          // first or second span.
+          auto it = owner.upper_bound(b.offset);
+          if (it != owner.begin() && std::prev(it)->second.end > b.offset) --it;
+          const Span *over = nullptr;
+          for (; !over && it != owner.end() && it->first < b.offset + b.bytes; ++it)
+            if (it->second.buffer != b.id) over = &it->second;
+          if (!over) continue;
+          what = "after instruction " + std::to_string(over->instr) +
+                 " overwrote its bytes (buffer '" + d.buffers[over->buffer].name + "')";
+        }
+        report("/devices/" + std::to_string(di) + "/instrs/" + std::to_string(i) + "/inputs/" +
+                   std::to_string(k),
+               d.device + " instruction " + std::to_string(i) +
+                   (in.node.empty() ? "" : " ('" + in.node + "')") + " reads buffer '" + b.name +
+                   "' " + what);
+      }
+      if (in.kind == InstrKind::Send) continue;
+      if (in.kind == InstrKind::Kernel)
+        if (const ops::OpSchema *op = ops::lookupSchema(in.op))
+          for (int k : op->mutatedOperands)
+            if (size_t(k) < in.inputs.size()) write(in.inputs[size_t(k)], i);
+      write(in.output, i);
+    }
+  }
+
+  /// Arena buffers live at once never share bytes, save a kernel's result
+  /// taking over exactly the bytes of an operand dying there (in place): a
+  /// kernel may read its operands while it writes its result, so only that
+  /// exact takeover is safe within one instruction.
   void checkArena(size_t di) {
     const DeviceProgram &d = plan.devices[di];
     std::string dp = "/devices/" + std::to_string(di);
     size_t nb = d.buffers.size();
     std::vector<int64_t> first(nb, -1), last(nb, -1);
-    std::vector<bool> written(nb, false);
     for (size_t i = 0; i < d.instrs.size(); ++i) {
       const Instr &in = d.instrs[i];
       auto touch = [&](uint32_t id) {
         if (first[id] < 0) first[id] = int64_t(i);
         last[id] = int64_t(i);
       };
-      for (size_t k = 0; k < in.inputs.size(); ++k) {
-        uint32_t id = in.inputs[k];
-        if (d.buffers[id].region == Region::Arena && !written[id])
-          report(dp + "/instrs/" + std::to_string(i) + "/inputs/" + std::to_string(k),
-                 "reads arena buffer " + std::to_string(id) + " ('" + d.buffers[id].name +
-                     "') before any instruction writes it");
-        touch(id);
-      }
-      if (in.kind != InstrKind::Send) {
-        touch(in.output);
-        written[in.output] = true;
-      }
+      for (uint32_t id : in.inputs) touch(id);
+      if (in.kind != InstrKind::Send) touch(in.output);
     }
     // Sweep over time: a buffer entering its live range is checked against
     // its neighbours by offset among the buffers live at that moment (which
@@ -402,6 +475,7 @@ struct Verifier {
     }
     if (idsOk) {
       for (size_t di = 0; di < plan.devices.size(); ++di) {
+        checkReadAfterWrite(di);
         checkArena(di);
         if (shapesOk) checkKernels(di);
       }
@@ -417,7 +491,8 @@ struct Verifier {
     refs(plan.states, "states");
     if (plan.hasLoss) {
       checkRef(plan.loss, "/loss");
-      if (checkedElements(plan.loss.shape).value_or(0) != 1) report("/loss", "the loss must have one element");
+      if (ops::checkedNumElements(plan.loss.shape).value_or(0) != 1)
+        report("/loss", "the loss must have one element");
     }
     size_t want = plan.params.size() + plan.states.size();
     if (plan.initialValues.size() != want) {
@@ -426,7 +501,7 @@ struct Verifier {
     } else {
       for (size_t i = 0; i < want; ++i) {
         const TensorRef &r = i < plan.params.size() ? plan.params[i] : plan.states[i - plan.params.size()];
-        auto n = checkedElements(r.shape);
+        auto n = ops::checkedNumElements(r.shape);
         if (!n || plan.initialValues[i].size() != uint64_t(*n) * 4)
           report("/initial_values/" + std::to_string(i),
                  std::to_string(plan.initialValues[i].size()) + " bytes for '" + r.name + "' " +

@@ -6,6 +6,7 @@
 #include "support/Error.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdint>
 #include <cstring>
@@ -38,10 +39,27 @@ std::pair<std::string, std::string> splitSpec(const std::string &spec, const std
   return {spec.substr(0, eq), spec.substr(eq + 1)};
 }
 
+int64_t firstNonFinite(const uint8_t *data, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    float v;
+    std::memcpy(&v, data + i * 4, 4);
+    if (!std::isfinite(v)) return int64_t(i);
+  }
+  return -1;
+}
+
+std::string valueText(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
 std::vector<Dataset> loadInputs(const plan::Plan &p, const std::vector<std::string> &specs,
                                 const std::map<std::string, io::NpyArray> &arrays,
                                 const std::function<bool(const plan::TensorRef &)> &wanted,
-                                int64_t &rows, std::string &rowsFile) {
+                                bool allowNonfinite, int64_t &rows, std::string &rowsFile) {
   std::map<std::string, std::string> files;
   for (const std::string &spec : specs) {
     auto [name, file] = splitSpec(spec, "--input");
@@ -55,6 +73,20 @@ std::vector<Dataset> loadInputs(const plan::Plan &p, const std::vector<std::stri
       throw UserError("", "--input", "the plan has no input '" + name +
                                          "' (inputs: " + namesOf(p.inputs) + ")");
   }
+  // Checked once the types agree, so a file of another shape is told so first.
+  auto requireFinite = [allowNonfinite](const Dataset &d) {
+    const io::NpyArray &a = d.array;
+    if (allowNonfinite || a.dtype != plan::DType::F32) return;
+    int64_t bad = firstNonFinite(a.data.data(), a.data.size() / 4);
+    if (bad < 0) return;
+    float v;
+    std::memcpy(&v, a.data.data() + size_t(bad) * 4, 4);
+    std::string row = d.rowBytes ? " (row " + std::to_string(bad / int64_t(d.rowBytes / 4)) + ")"
+                                 : "";
+    throw UserError(d.file, "input '" + d.ref->name + "'",
+                    valueText(v) + " at flat index " + std::to_string(bad) + row +
+                        ": the data must be finite (--allow-nonfinite takes it as it is)");
+  };
   std::vector<Dataset> out;
   rows = -1;
   rowsFile.clear();
@@ -84,6 +116,7 @@ std::vector<Dataset> loadInputs(const plan::Plan &p, const std::vector<std::stri
         throw UserError(d.file, "input '" + t.name + "'",
                         "shape " + plan::typeText(a.dtype, a.shape) + " does not match the plan's " +
                             plan::typeText(t.dtype, t.shape));
+      requireFinite(d);
       d.staging = a.data;
       out.push_back(std::move(d));
       continue;
@@ -101,6 +134,7 @@ std::vector<Dataset> loadInputs(const plan::Plan &p, const std::vector<std::stri
       throw UserError(d.file, "input '" + t.name + "'",
                       "dataset of " + std::to_string(a.shape[0]) + " rows, but " + rowsFile +
                           " has " + std::to_string(rows));
+    requireFinite(d);
     rows = a.shape[0];
     rowsFile = d.file;
     d.staging.resize(size_t(t.numElements()) * 4);
@@ -219,17 +253,17 @@ void printParams(const std::vector<io::NamedTensor> &params, std::ostream &os) {
     os << r.name << " " << plan::typeText(r.dtype, r.shape) << " = [";
     int64_t n = int64_t(bytes.size() / 4), shown = std::min<int64_t>(n, 16);
     for (int64_t i = 0; i < shown; ++i) {
-      char buf[32];
+      std::string text;
       if (r.dtype == plan::DType::F32) {
         float v;
         std::memcpy(&v, bytes.data() + i * 4, 4);
-        std::snprintf(buf, sizeof buf, "%.6g", double(v));
+        text = valueText(double(v));
       } else {
         int32_t v;
         std::memcpy(&v, bytes.data() + i * 4, 4);
-        std::snprintf(buf, sizeof buf, "%d", v);
+        text = std::to_string(v);
       }
-      os << (i ? ", " : "") << buf;
+      os << (i ? ", " : "") << text;
     }
     if (n > shown) os << ", ... (" << n << " values)";
     os << "]\n";

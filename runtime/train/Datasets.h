@@ -46,11 +46,23 @@ struct Dataset {
 /// `arrays`, which benchmarks and tests fill in memory), but only inputs for
 /// which `wanted` is true are read. `rows` is the common dataset size of the
 /// inputs read (-1 when there are none, or every one is fed whole), and
-/// `rowsFile` names the file it came from.
+/// `rowsFile` names the file it came from. A float32 dataset holding a NaN
+/// or an infinity is an error naming the file and the first such value's
+/// flat index, unless `allowNonfinite` (--allow-nonfinite): one bad value
+/// turns the loss and then every weight into NaN, far from its cause.
 std::vector<Dataset> loadInputs(const plan::Plan &p, const std::vector<std::string> &specs,
                                 const std::map<std::string, io::NpyArray> &arrays,
                                 const std::function<bool(const plan::TensorRef &)> &wanted,
-                                int64_t &rows, std::string &rowsFile);
+                                bool allowNonfinite, int64_t &rows, std::string &rowsFile);
+
+/// The flat index of the first NaN or infinity among the `count` float32
+/// values at `data`, or -1 when every one is finite.
+int64_t firstNonFinite(const uint8_t *data, size_t count);
+
+/// A float as loss lines and listings print it: "%.6g", and "nan", "inf" or
+/// "-inf" when it is not finite (C's printf shows a NaN's sign bit, which
+/// means nothing, as "-nan").
+std::string valueText(double v);
 
 /// Seeded Fisher-Yates with an explicit generator, so the order is the same
 /// on every platform and standard library.

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -174,6 +175,7 @@ void Trainer::agree(const plan::Plan &p) {
       {"--output", joined(opt_.outputs)},
       {"--input", joined(opt_.inputs)},
       {"--print-params", opt_.printParams ? "on" : "off"},
+      {"--allow-nonfinite", opt_.allowNonfinite ? "on" : "off"},
       {"--rank-map", opt_.rankMap},
   };
   for (const auto &kv : opt_.agreeAlso) r.push_back(kv);
@@ -227,8 +229,8 @@ void Trainer::prepare() {
   try {
     data_ = loadInputs(
         p, opt_.inputs, opt_.arrays,
-        [&](const plan::TensorRef &t) { return bool(placement_.hosted[t.device]); }, rows,
-        rowsFile);
+        [&](const plan::TensorRef &t) { return bool(placement_.hosted[t.device]); },
+        opt_.allowNonfinite, rows, rowsFile);
   } catch (const UserError &e) {
     // Errors in the --input flags themselves (no file named) are found alike
     // on every rank; a file's errors belong to the rank that read it.
@@ -360,18 +362,44 @@ void Trainer::loadStart() {
   first_ = info_.position.step;
 }
 
+std::string Trainer::keptCheckpoint() const {
+  if (opt_.save.empty()) return "";
+  if (savedStep_ < 0) return "; " + opt_.save + " is not written";
+  return "; " + opt_.save + " keeps the checkpoint of step " + std::to_string(savedStep_);
+}
+
 void Trainer::writeCheckpoint(std::vector<io::NamedTensor> &params) {
   Executor &ex = *executor_;
+  // A NaN or an infinity in a weight poisons every later step: a file of
+  // them would replace a good checkpoint with one that cannot be resumed.
+  auto requireFinite = [&](const std::vector<io::NamedTensor> &tensors) {
+    if (group_.rank() != 0) return;
+    for (const io::NamedTensor &t : tensors) {
+      if (t.dtype != plan::DType::F32) continue;
+      int64_t bad = firstNonFinite(t.data.data(), t.data.size() / 4);
+      if (bad < 0) continue;
+      float v;
+      std::memcpy(&v, t.data.data() + size_t(bad) * 4, 4);
+      throw UserError(opt_.planFile, "step " + std::to_string(info_.position.step),
+                      "'" + t.name + "' holds " + valueText(v) + " at flat index " +
+                          std::to_string(bad) + " after this step; training stopped" +
+                          keptCheckpoint());
+    }
+  };
   if (opt_.saveParamsOnly) {
+    requireFinite(params);
     if (group_.rank() == 0) io::writeParamsOnly(opt_.save, params);
+    savedStep_ = info_.position.step;
     return;
   }
   // The state follows the parameters in the file; `params` is left as it came.
   const size_t count = params.size();
   for (io::NamedTensor &t : job::gatherTensors(group_, ex, placement_.rankOf, ex.plan().states))
     params.push_back(std::move(t));
+  requireFinite(params);
   if (group_.rank() == 0) io::writeCheckpoint(opt_.save, params, info_);
   params.resize(count);
+  savedStep_ = info_.position.step;
 }
 
 void Trainer::runSteps() {
@@ -381,6 +409,7 @@ void Trainer::runSteps() {
   DataOrder order(pos.datasetRows, pos.shuffle, pos.shuffleSeed);
   order.seek(first, pos.batchesPerEpoch);
   const bool printsLoss = ex.plan().hasLoss && group_.rank() == lossRank_;
+  int64_t finiteAt = first; // the last step whose loss was read and finite
 
   Progress progress(err_, first, total, opt_.progress && group_.rank() == lossRank_);
   ex.setNextStep(first + 1);
@@ -408,14 +437,30 @@ void Trainer::runSteps() {
       c.bytes.resize(c.bytes.size() + n);
       ex.read(*c.ref, c.bytes.data() + c.bytes.size() - n, n);
     }
-    if (printsLoss && ((s + 1) % opt_.logEvery == 0 || s + 1 == total)) {
-      progress.clear();
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.6g", double(ex.loss()));
-      out_ << "step " << s + 1 << " loss " << buf << "\n" << std::flush;
-    }
+    const bool logs = (s + 1) % opt_.logEvery == 0 || s + 1 == total;
     // The final checkpoint is finish()'s (after --output files are written).
-    if (opt_.saveEvery > 0 && (s + 1) % opt_.saveEvery == 0 && s + 1 < total) {
+    const bool saves = opt_.saveEvery > 0 && (s + 1) % opt_.saveEvery == 0 && s + 1 < total;
+    // The loss is read where the host waits for the devices anyway (a GPU
+    // runs ahead of the host between reads): at the steps logged, and before
+    // each checkpoint, so no checkpoint follows a loss that is not finite. A
+    // NaN or an infinity stops the run there, its line printed.
+    if (printsLoss && (logs || saves)) {
+      float loss = ex.loss();
+      bool finite = std::isfinite(loss);
+      if (logs || !finite) {
+        progress.clear();
+        out_ << "step " << s + 1 << " loss " << valueText(double(loss)) << "\n" << std::flush;
+      }
+      if (!finite)
+        throw UserError(opt_.planFile, "step " + std::to_string(s + 1),
+                        "the loss is " + valueText(double(loss)) +
+                            (finiteAt > first ? " (finite at step " + std::to_string(finiteAt) +
+                                                    ", when last read)"
+                                              : "") +
+                            "; training stopped" + keptCheckpoint());
+      finiteAt = s + 1;
+    }
+    if (saves) {
       std::vector<io::NamedTensor> params =
           job::gatherTensors(group_, ex, placement_.rankOf, ex.plan().params);
       writeCheckpoint(params);

@@ -8,7 +8,9 @@
 // seeded shuffle of each epoch, replayed up to the start position so a
 // resumed run sees the rows an uninterrupted run would), runs the plan,
 // collects outputs, prints the loss lines and writes periodic checkpoints.
-// At the end it writes the --output arrays and the --save checkpoint.
+// At the end it writes the --output arrays and the --save checkpoint. A loss
+// that is not finite stops the run (exit 1) at its step, and no checkpoint
+// is written with a non-finite value: --save keeps the last good one.
 //
 // In a job of several ranks every rank runs the same Trainer on the devices
 // it hosts. The rank that hosts the loss prints the loss lines and the
@@ -48,6 +50,8 @@ struct TrainOptions {
   bool seedGiven = false;
   std::string init, resume, save;
   bool force = false, saveParamsOnly = false, printParams = false;
+  /// --allow-nonfinite: take float datasets with NaN or infinities as they are.
+  bool allowNonfinite = false;
   int64_t saveEvery = 0;
   int64_t logEvery = 100;
   std::string rankMap; ///< --rank-map; empty: contiguous blocks
@@ -111,8 +115,11 @@ private:
   void placeDevices(const plan::Plan &p);
   void loadStart();
   /// Writes --save from `params` (gathered to rank 0), gathering the state;
-  /// `params` is unchanged afterwards.
+  /// `params` is unchanged afterwards. A tensor holding a NaN or an infinity
+  /// stops the run instead: the file keeps the last good checkpoint.
   void writeCheckpoint(std::vector<io::NamedTensor> &params);
+  /// What became of --save when the run stops early, for its message.
+  std::string keptCheckpoint() const;
   void note(const std::string &line, int rank = 0);
 
   TrainOptions opt_;
@@ -127,6 +134,7 @@ private:
   std::vector<Dataset> data_;
   std::vector<Collected> outputs_;
   int64_t total_ = 0, first_ = 0;
+  int64_t savedStep_ = -1; ///< the step of the last checkpoint this run wrote; -1: none
   int lossRank_ = 0;
   io::CheckpointInfo info_;
   std::unique_ptr<io::Checkpoint> resumeFrom_;

@@ -1,7 +1,7 @@
 //===- tools/mpc/RunCommand.cpp - `mpc run`: train or infer with a plan -===//
 //
 //   [mpirun -np R] mpc run PLAN.bin --input x=x.npy --input y=y.npy
-//           [--epochs N | --steps N] [--shuffle] [--seed S]
+//           [--allow-nonfinite] [--epochs N | --steps N] [--shuffle] [--seed S]
 //           [--init FILE | --resume FILE [--force]]
 //           [--save out.safetensors [--save-every K | --save-params-only]]
 //           [--output z2=pred.npy] [--log-every K] [--print-params]
@@ -106,6 +106,9 @@ void addRunCommand(CLI::App &app) {
   cmd->add_option("--input", args->train.inputs,
                   "NAME=FILE.npy: a dataset for plan input NAME (float32 or int32, C order; "
                   "the first axis is the dataset, batches in file order). Repeatable");
+  cmd->add_flag("--allow-nonfinite", args->train.allowNonfinite,
+                "Take --input datasets holding NaN or infinities as they are (by default the "
+                "first such value is an error naming the file and its flat index)");
   auto *epochs = cmd->add_option("--epochs", args->train.epochs,
                                  "Passes over the dataset to reach (default 1), counted from "
                                  "the start of training (a --resume run continues to it); the "

@@ -24,6 +24,7 @@
 #include <set>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -354,10 +355,14 @@ TEST(PlanFile, BrokenCrossReferencesAreRejectedByTheVerifier) {
             std::string::npos);
 }
 
-/// The seed example (examples/regression3: Adam, three devices) as plan.bin.
+/// The seed example's model (examples/regression3: Adam, three devices).
+std::string exampleModel() {
+  return readFileText(std::string(MPC_SOURCE_DIR) + "/examples/regression3/model.json");
+}
+
+/// The seed example as plan.bin.
 std::vector<uint8_t> examplePlanBytes() {
-  std::string json = readFileText(std::string(MPC_SOURCE_DIR) + "/examples/regression3/model.json");
-  return plan::serializePlan(compiler::compileModel(json));
+  return plan::serializePlan(compiler::compileModel(exampleModel()));
 }
 
 /// The meta in `f` is the bytes nlohmann::json::to_cbor gives for the same
@@ -695,11 +700,13 @@ TEST(PlanVerifier, DetectsDeadlock) {
 TEST(PlanVerifier, DetectsLiveArenaOverlapAndUseBeforeDefinition) {
   plan::Plan p = twoDevicePlan();
   p.devices[0].buffers[1].offset = 0;
-  // 'a' is still read after 'b' is written.
+  // 'a' is still read after 'b' is written over it.
   p.devices[0].instrs = {kernel({}, 0), kernel({0}, 1), kernel({0}, 1)};
   auto problems = problemsOf(p);
-  ASSERT_EQ(problems.size(), 1u);
-  EXPECT_EQ(problems[0], "/devices/0/buffers/1: arena buffers 0 ('a') and 1 ('b') share bytes "
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0], "/devices/0/instrs/2/inputs/0: cpu:0 instruction 2 reads buffer 'a' "
+                         "after instruction 1 overwrote its bytes (buffer 'b')");
+  EXPECT_EQ(problems[1], "/devices/0/buffers/1: arena buffers 0 ('a') and 1 ('b') share bytes "
                          "while both are live");
   // Once 'a' is dead, 'b' may take its bytes.
   p.devices[0].instrs = {kernel({}, 0), kernel({}, 1)};
@@ -710,13 +717,105 @@ TEST(PlanVerifier, DetectsLiveArenaOverlapAndUseBeforeDefinition) {
   // Not when the kernel's result is another buffer than the one that shares them.
   p.devices[0].instrs = {kernel({}, 0), kernel({}, 1), kernel({0}, 0)};
   problems = problemsOf(p);
-  ASSERT_EQ(problems.size(), 1u);
-  EXPECT_NE(problems[0].find("share bytes while both are live"), std::string::npos);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_NE(problems[0].find("reads buffer 'a' after instruction 1 overwrote its bytes (buffer "
+                             "'b')"),
+            std::string::npos)
+      << problems[0];
+  EXPECT_NE(problems[1].find("share bytes while both are live"), std::string::npos);
   p.devices[0].buffers[1].offset = 64;
   p.devices[0].instrs = {kernel({1}, 0)};
   problems = problemsOf(p);
   ASSERT_EQ(problems.size(), 1u);
-  EXPECT_NE(problems[0].find("before any instruction writes it"), std::string::npos);
+  EXPECT_EQ(problems[0], "/devices/0/instrs/0/inputs/0: cpu:0 instruction 0 reads buffer 'b' "
+                         "before any instruction writes it");
+}
+
+/// A read of bytes another buffer has partly overwritten: 'b' covers the
+/// upper half of 'a' only, and the read names the writer (the live ranges
+/// of 'a' and 'b' share bytes too, which is the arena rule's complaint).
+TEST(PlanVerifier, DetectsAReadOfPartlyOverwrittenBytes) {
+  plan::Plan p = twoDevicePlan();
+  plan::DeviceProgram &d = p.devices[0];
+  d.buffers[0].shape = {32};
+  d.buffers[0].bytes = 128;
+  d.buffers[1].offset = 64;
+  plan::Instr fill32 = kernel({}, 0);
+  fill32.attrs["shape"] = std::vector<int64_t>{32};
+  // 'a' is written, then 'b' over its upper half, then 'a' is read.
+  d.instrs = {fill32, kernel({}, 1), kernel({0}, 0)};
+  d.instrs[1].node = "b";
+  d.instrs[2].node = "a.relu";
+  auto problems = problemsOf(p);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0], "/devices/0/instrs/2/inputs/0: cpu:0 instruction 2 ('a.relu') reads "
+                         "buffer 'a' after instruction 1 overwrote its bytes (buffer 'b')");
+  EXPECT_NE(problems[1].find("share bytes while both are live"), std::string::npos)
+      << problems[1];
+  // Read before 'b' is written, 'a' still holds its value.
+  d.instrs = {fill32, kernel({0}, 0), kernel({}, 1)};
+  EXPECT_TRUE(problemsOf(p).empty());
+}
+
+/// A real plan, resealed with a valid checksum: the instructions of one
+/// device in reverse order read values no instruction has written yet,
+/// which the verifier refuses at load, naming the device, instruction and
+/// node; so does each device of a pipelined plan, whose gradients
+/// accumulate over micro-batches into buffers written more than once.
+TEST(PlanVerifier, RejectsADeviceRunInReverse) {
+  std::string model = exampleModel();
+  plan::Plan p = compiler::compileModel(model);
+  ASSERT_EQ(p.devices.size(), 3u);
+  ASSERT_EQ(p.devices[1].device, "cpu:1");
+  std::reverse(p.devices[1].instrs.begin(), p.devices[1].instrs.end());
+  std::vector<uint8_t> f = plan::serializePlan(p);
+  std::string err = parseError(f);
+  EXPECT_NE(err.find("plan.bin: error: verify: /devices/1/instrs/0/inputs/1: cpu:1 instruction 0 "
+                     "('b1.update') reads buffer 'b1.grad' before any instruction writes it"),
+            std::string::npos)
+      << err;
+
+  passes::PassOptions pipelined;
+  pipelined.microbatches = 4;
+  pipelined.schedule = "1f1b";
+  const plan::Plan valid = compiler::compileModel(model, pipelined);
+  EXPECT_TRUE(plan::verifyPlan(valid).empty());
+  for (size_t d = 0; d < valid.devices.size(); ++d) {
+    plan::Plan q = valid;
+    std::reverse(q.devices[d].instrs.begin(), q.devices[d].instrs.end());
+    std::vector<std::string> problems = plan::verifyPlan(q);
+    ASSERT_FALSE(problems.empty()) << "device " << d;
+    std::string at = "/devices/" + std::to_string(d) + "/instrs/0/inputs/";
+    EXPECT_EQ(problems[0].rfind(at, 0), 0u) << problems[0];
+    EXPECT_NE(problems[0].find(valid.devices[d].device + " instruction 0 ("), std::string::npos)
+        << problems[0];
+    EXPECT_NE(problems[0].find("before any instruction writes it"), std::string::npos)
+        << problems[0];
+  }
+}
+
+/// A real plan whose send reads an operand after the in-place add took over
+/// its bytes (cpu:0 sends 'h0' instead of 'z0'): same type, valid ids,
+/// matching channel, so only read after write can tell.
+TEST(PlanVerifier, RejectsAReadOfAnInPlaceOverwrittenOperand) {
+  plan::Plan p = compiler::compileModel(exampleModel());
+  plan::DeviceProgram &d = p.devices[0];
+  // The plan as this test knows it: z0 = add(h0, b0) runs in place over h0.
+  ASSERT_EQ(d.instrs.size(), 9u);
+  const plan::Instr &add = d.instrs[1];
+  ASSERT_EQ(add.op, "add");
+  uint32_t h0 = add.inputs[0], z0 = add.output;
+  ASSERT_EQ(d.buffers[h0].name, "h0");
+  ASSERT_EQ(d.buffers[z0].name, "z0");
+  ASSERT_EQ(d.buffers[h0].offset, d.buffers[z0].offset) << "the add no longer runs in place";
+  plan::Instr &send = d.instrs[2];
+  ASSERT_EQ(send.kind, plan::InstrKind::Send);
+  send.inputs[0] = h0;
+  std::vector<std::string> problems = plan::verifyPlan(p);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_EQ(problems[0], "/devices/0/instrs/2/inputs/0: cpu:0 instruction 2 ('" + send.node +
+                             "') reads buffer 'h0' after instruction 1 overwrote its bytes "
+                             "(buffer 'z0')");
 }
 
 TEST(PlanVerifier, DetectsMismatchedTransfers) {
