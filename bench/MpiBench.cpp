@@ -170,7 +170,7 @@ void seedTable(runtime::job::ProcessGroup &group, bool quick) {
 
 int main(int argc, char **argv) {
   bool quick = argc > 1 && std::string(argv[1]) == "--quick";
-  if (!runtime::mpi::launchedByMpi()) {
+  if (runtime::job::launcherVariable().empty()) {
     std::fprintf(stderr, "mpc-mpi-bench: run it under mpirun, e.g. mpirun --oversubscribe -np 3 "
                          "%s\n", argv[0]);
     return 1;

@@ -75,6 +75,10 @@ struct PipelineSpec {
   bool operator==(const PipelineSpec &) const = default;
 };
 
+/// The most micro-batches a step may be split into (the model's "pipeline"
+/// and `--microbatches` alike).
+inline constexpr int64_t kMaxMicrobatches = int64_t(1) << 20;
+
 /// The schedules PipelineSpec::schedule may name, in documentation order.
 inline const char *const kPipelineSchedules[] = {"gpipe", "1f1b", "interleaved-1f1b"};
 

@@ -766,9 +766,11 @@ private:
                 "\"1f1b\"}, got " + describeJson(j));
     checkKeys(j, ptr, kPipelineKeys, "pipeline setting");
     if (const json *m = find(j, "microbatches")) {
-      if (!m->is_number_integer() || m->get<int64_t>() < 1 || m->get<int64_t>() > (1 << 20))
-        fail(ptr + "/microbatches",
-             "microbatches must be an integer in [1, 1048576], got " + describeJson(*m));
+      if (!m->is_number_integer() || m->get<int64_t>() < 1 ||
+          m->get<int64_t>() > kMaxMicrobatches)
+        fail(ptr + "/microbatches", "microbatches must be an integer in [1, " +
+                                        std::to_string(kMaxMicrobatches) + "], got " +
+                                        describeJson(*m));
       g_->pipeline.microbatches = m->get<int64_t>();
     }
     if (const json *s = find(j, "schedule")) {

@@ -164,4 +164,11 @@ inline bool usesGpu(const Plan &plan) {
   return false;
 }
 
+/// "cpu:0, cpu:1, cpu:2": the plan's devices in order, for messages.
+inline std::string deviceList(const Plan &plan) {
+  std::string s;
+  for (const DeviceProgram &d : plan.devices) s += (s.empty() ? "" : ", ") + d.device;
+  return s;
+}
+
 } // namespace mpc::plan

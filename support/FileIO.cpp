@@ -151,10 +151,12 @@ void checkOutputTargets(const std::vector<OutputTarget> &targets,
     if (t.path.empty()) throw UserError("", t.flag, "is empty: name the file to write");
     std::string real = resolveWriteTarget(t.path);
     auto [dir, name] = splitPath(real);
-    if (name.empty() || name == "." || name == "..") bad("not a file name");
     struct stat st {};
-    if (::stat(real.c_str(), &st) == 0) {
-      if (S_ISDIR(st.st_mode)) bad("is a folder; name a file in it");
+    bool exists = ::stat(real.c_str(), &st) == 0;
+    // First, so that "." and "out/" say what they are.
+    if (exists && S_ISDIR(st.st_mode)) bad("is a folder; name a file in it");
+    if (name.empty() || name == "." || name == "..") bad("not a file name");
+    if (exists) {
       if (!S_ISREG(st.st_mode))
         bad("is not a regular file (a device, FIFO or socket); mpc writes only regular files");
       for (const auto &[id, in] : inputIds)

@@ -54,6 +54,21 @@ enum class TransportKind {
   Nccl, ///< ncclSend/ncclRecv over one communicator of the physical GPUs
 };
 
+/// The names `mpc run --transport` takes, in TransportKind order.
+inline constexpr const char *kTransportNames[] = {"peer", "nccl"};
+
+/// "" when `text` is empty (the default) or one of kTransportNames, else
+/// the message that refuses it. The driver checks --transport with it in
+/// every build and for every plan, parseTransport again here.
+inline std::string transportNameProblem(const std::string &text) {
+  std::string expected;
+  for (const char *name : kTransportNames) {
+    if (text == name) return "";
+    expected += (expected.empty() ? "" : " or ") + std::string(name);
+  }
+  return text.empty() ? "" : "unknown transport '" + text + "' (expected " + expected + ")";
+}
+
 struct CudaOptions {
   /// Logical device name ("gpu:1") -> physical GPU ordinal. Devices not listed
   /// map gpu:N -> N.

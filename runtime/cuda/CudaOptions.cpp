@@ -95,13 +95,13 @@ std::map<std::string, int> parseDeviceMap(const std::string &text) {
 }
 
 TransportKind parseTransport(const std::string &text) {
-  if (text.empty() || text == "peer") return TransportKind::Peer;
-  if (text == "nccl") {
-    if (!ncclAvailable())
-      throw UserError("", "--transport", "this mpc was built without NCCL; use 'peer'");
-    return TransportKind::Nccl;
-  }
-  throw UserError("", "--transport", "unknown transport '" + text + "' (expected peer or nccl)");
+  std::string problem = transportNameProblem(text);
+  if (!problem.empty()) throw UserError("", "--transport", problem);
+  if (text != kTransportNames[int(TransportKind::Nccl)]) return TransportKind::Peer;
+  if (!ncclAvailable())
+    throw UserError("", "--transport", std::string("this mpc was built without NCCL; use '") +
+                                           kTransportNames[int(TransportKind::Peer)] + "'");
+  return TransportKind::Nccl;
 }
 
 CudaOptions parseCudaOptions(const std::string &deviceMap, const std::string &transport,

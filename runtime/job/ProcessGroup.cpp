@@ -41,4 +41,11 @@ public:
 
 std::unique_ptr<ProcessGroup> makeLocalGroup() { return std::make_unique<LocalGroup>(); }
 
+std::string launcherVariable() {
+  for (const char *var :
+       {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MV2_COMM_WORLD_RANK"})
+    if (std::getenv(var)) return var;
+  return "";
+}
+
 } // namespace mpc::runtime::job

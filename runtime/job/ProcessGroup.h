@@ -63,6 +63,15 @@ public:
 /// The single process: rank 0 of 1, in-process channels.
 std::unique_ptr<ProcessGroup> makeLocalGroup();
 
+/// The environment variable by which an MPI launcher (mpirun, mpiexec,
+/// srun) marked this process as a rank of a job: Open MPI's
+/// OMPI_COMM_WORLD_SIZE, PMIx's PMIX_RANK, PMI's PMI_RANK or PMI_SIZE
+/// (MPICH, Intel MPI, Slurm), MVAPICH's MV2_COMM_WORLD_RANK; "" when none
+/// did. Such a process must join the job (runtime/mpi/MpiJob.h) or fail:
+/// the other ranks wait for it in MPI_Init until it does or its exit
+/// status ends the job.
+std::string launcherVariable();
+
 /// A UserError that every rank detects identically (a start-up mismatch):
 /// printed once, by rank 0, and every rank exits 1 together.
 class AgreedError : public UserError {

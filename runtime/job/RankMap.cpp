@@ -10,12 +10,6 @@ namespace mpc::runtime::job {
 
 namespace {
 
-std::string deviceList(const plan::Plan &plan) {
-  std::string s;
-  for (const plan::DeviceProgram &d : plan.devices) s += (s.empty() ? "" : ", ") + d.device;
-  return s;
-}
-
 int parseRank(const std::string &text, const std::string &entry, int ranks) {
   bool digits = !text.empty() && text.size() <= 9;
   for (char c : text) digits = digits && c >= '0' && c <= '9';
@@ -37,7 +31,7 @@ std::vector<int> assignRanks(const plan::Plan &plan, int ranks, const std::strin
   if (ranks > devices)
     throw UserError("", "", "the job has " + std::to_string(ranks) + " ranks but the plan has " +
                                 std::to_string(devices) + " device" + (devices == 1 ? "" : "s") +
-                                " (" + deviceList(plan) +
+                                " (" + plan::deviceList(plan) +
                                 "); every rank must host a device, so run at most " +
                                 std::to_string(devices) + " ranks (mpirun -np " +
                                 std::to_string(devices) + ")");
@@ -63,8 +57,9 @@ std::vector<int> assignRanks(const plan::Plan &plan, int ranks, const std::strin
     std::string device = entry.substr(0, eq);
     auto it = index.find(device);
     if (it == index.end())
-      throw UserError("", "--rank-map", "entry '" + entry + "': the plan has no device '" +
-                                            device + "' (devices: " + deviceList(plan) + ")");
+      throw UserError("", "--rank-map",
+                      "entry '" + entry + "': the plan has no device '" + device +
+                          "' (devices: " + plan::deviceList(plan) + ")");
     if (rankOf[size_t(it->second)] >= 0)
       throw UserError("", "--rank-map", "device '" + device + "' is given twice");
     rankOf[size_t(it->second)] = parseRank(entry.substr(eq + 1), entry, ranks);

@@ -128,14 +128,8 @@ private:
 
 } // namespace
 
-bool launchedByMpi() {
-  for (const char *var : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"})
-    if (std::getenv(var)) return true;
-  return false;
-}
-
 std::unique_ptr<job::ProcessGroup> joinJob() {
-  if (!launchedByMpi()) return job::makeLocalGroup();
+  if (job::launcherVariable().empty()) return job::makeLocalGroup();
   return std::make_unique<MpiGroup>();
 }
 

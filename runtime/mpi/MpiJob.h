@@ -16,14 +16,10 @@
 
 namespace mpc::runtime::mpi {
 
-/// True when the environment says an MPI launcher started this process
-/// (OpenMPI's OMPI_COMM_WORLD_SIZE, PMIx's PMIX_RANK, PMI's PMI_RANK).
-bool launchedByMpi();
-
-/// The group of this process: MPI's COMM_WORLD when launchedByMpi(), else
-/// the one-process group. Throws UserError when MPI cannot give what the
-/// runtime needs (MPI_THREAD_MULTIPLE). MPI is finalised when the group is
-/// destroyed.
+/// The group of this process: MPI's COMM_WORLD when an MPI launcher
+/// started it (job::launcherVariable()), else the one-process group.
+/// Throws UserError when MPI cannot give what the runtime needs
+/// (MPI_THREAD_MULTIPLE). MPI is finalised when the group is destroyed.
 std::unique_ptr<job::ProcessGroup> joinJob();
 
 } // namespace mpc::runtime::mpi

@@ -2,7 +2,8 @@
 //
 // Each subcommand lives in its own file and registers itself on the CLI11
 // app with one function; its callback does the work and throws UserError or
-// InternalError, which main() turns into a message and an exit status.
+// InternalError, which main() turns into a message and an exit status. The
+// flags of run and compile are declared apart from the work, in Flags.h.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -4,8 +4,8 @@
 #include "ir/Device.h"
 #include "ir/JsonReader.h"
 #include "support/Error.h"
+#include "tools/mpc/NumericFlags.h"
 
-#include <cmath>
 #include <iostream>
 
 namespace mpc::tool {
@@ -37,39 +37,23 @@ void CommonOptions::addTo(CLI::App &cmd) {
   cmd.add_option("--optimizer", optimizer, "Override the model's optimizer: sgd, adam or adamw")
       ->check(CLI::IsMember({"sgd", "adam", "adamw"}));
   cmd.add_option_function<double>(
-      "--lr", [this](double v) { lr = v, lrGiven = true; }, "Override the learning rate");
+         "--lr", [this](double v) { lr = v, lrGiven = true; }, "Override the learning rate")
+      ->check(positiveNumber());
   cmd.add_option_function<int64_t>(
-      "--microbatches", [this](int64_t m) { microbatches = m; },
-                 "Split each step's batch into M equal micro-batches along axis 0 and pipeline "
-                 "them over the devices (overrides the model's \"pipeline\"; default 1: no "
-                 "pipelining)");
+         "--microbatches", [this](int64_t m) { microbatches = m; },
+         "Split each step's batch into M equal micro-batches along axis 0 and pipeline them "
+         "over the devices (overrides the model's \"pipeline\"; default 1: no pipelining)")
+      ->check(integerIn(1, uint64_t(ir::kMaxMicrobatches)));
   cmd.add_option("--schedule", schedule,
                  "Pipeline schedule: gpipe, 1f1b (the default) or interleaved-1f1b (overrides "
                  "the model's \"pipeline\"; docs/pipelining.md)")
-      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved-1f1b"}));
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(ir::kPipelineSchedules),
+                                                     std::end(ir::kPipelineSchedules))));
 }
 
-int64_t parseByteSize(const std::string &text, const std::string &flag) {
-  size_t pos = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &pos);
-  } catch (...) {
-    throw UserError("", "", "invalid size '" + text + "' for " + flag);
-  }
-  std::string unit = text.substr(pos);
-  double mult = 0;
-  if (unit.empty() || unit == "B") mult = 1;
-  else if (unit == "KiB") mult = 1024.0;
-  else if (unit == "MiB") mult = 1024.0 * 1024;
-  else if (unit == "GiB") mult = 1024.0 * 1024 * 1024;
-  else if (unit == "KB") mult = 1e3;
-  else if (unit == "MB") mult = 1e6;
-  else if (unit == "GB") mult = 1e9;
-  if (mult == 0 || !std::isfinite(value) || value < 0 || value * mult > 9e18)
-    throw UserError("", "", "invalid size '" + text + "' for " + flag +
-                                " (use a number with an optional B, KiB, MiB, GiB, KB, MB or GB)");
-  return int64_t(value * mult);
+std::vector<OutputTarget> CommonOptions::outputTargets() const {
+  if (reproducer.empty()) return {};
+  return {{"--reproducer", reproducer}};
 }
 
 passes::PassOptions CommonOptions::passOptions() const {
@@ -95,17 +79,10 @@ passes::PassOptions CommonOptions::passOptions() const {
   o.placement = placement;
   if (!deviceMemory.empty()) o.deviceMemory = parseByteSize(deviceMemory, "--device-memory");
   if (!optimizer.empty()) o.optimizer = optimizer;
-  if (lrGiven) {
-    if (!(lr > 0) || !std::isfinite(lr))
-      throw UserError("", "", "--lr must be a positive number");
-    o.lr = lr;
-  }
-  if (microbatches) {
-    if (*microbatches < 1 || *microbatches > (1 << 20))
-      throw UserError("", "", "--microbatches must be an integer in [1, 1048576], got " +
-                                  std::to_string(*microbatches));
-    o.microbatches = microbatches;
-  }
+  // --lr and --microbatches: their validators (NumericFlags.h) took only
+  // values in range.
+  if (lrGiven) o.lr = lr;
+  o.microbatches = microbatches;
   if (!schedule.empty()) o.schedule = schedule;
   o.stats = stats;
   return o;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "compiler/Compile.h"
+#include "support/FileIO.h"
 
 #include <CLI/CLI.hpp>
 
@@ -30,6 +31,9 @@ struct CommonOptions {
   std::string schedule;     ///< "": the model's
 
   void addTo(CLI::App &cmd);
+  /// The files these flags make the command write (--reproducer), to check
+  /// with the command's own before any work (checkOutputTargets).
+  std::vector<OutputTarget> outputTargets() const;
   /// Validates the flag values and turns them into the compiler's options
   /// (passes run when --passes is not given: `fallback`); throws UserError
   /// naming the flag. Logs go to stderr.
@@ -44,8 +48,5 @@ private:
 /// prints the pass statistics under --stats.
 std::unique_ptr<ir::Graph> runPasses(const std::string &modelPath,
                                      const compiler::CompileOptions &options);
-
-/// Parses "123", "64KiB", "16MiB", "2GiB", "1.5GB"; throws UserError.
-int64_t parseByteSize(const std::string &text, const std::string &flag);
 
 } // namespace mpc::tool

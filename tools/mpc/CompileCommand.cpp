@@ -3,8 +3,9 @@
 // Runs the compiler (compiler/Compile.h): the default training pipeline
 // (passes/Pipelines.cpp) or --passes, then lowers the graph to an execution
 // plan and writes plan.bin. With --emit=ir or --emit=json it writes the IR
-// instead. Output files are written atomically: a failing compile leaves no
-// file behind.
+// instead. The output is checked before the model is read (it must be a
+// writable regular file, not the model) and written atomically: a failing
+// compile leaves no file behind. The flags are in Flags.h.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Lower.h"
@@ -14,43 +15,21 @@
 #include "support/FileIO.h"
 #include "tools/mpc/BuryPointer.h"
 #include "tools/mpc/Commands.h"
-#include "tools/mpc/CommonOptions.h"
-#include "tools/mpc/NumericFlags.h"
+#include "tools/mpc/Flags.h"
 
 #include <iostream>
 #include <memory>
 
 namespace mpc::tool {
 
-namespace {
-struct CompileArgs {
-  std::string model, output, emit = "plan";
-  uint64_t seed = 0;
-  bool noInPlace = false;
-  CommonOptions common;
-};
-} // namespace
-
 void addCompileCommand(CLI::App &app) {
   auto args = std::make_shared<CompileArgs>();
-  CLI::App *cmd = app.add_subcommand(
-      "compile", "Compile a model into an execution plan (plan.bin) for training or inference");
-  cmd->add_option("model", args->model, "Model file (JSON)")->required();
-  cmd->add_option("-o,--output", args->output, "Output file (plan.bin, or IR with --emit)")
-      ->required();
-  cmd->add_option("--emit", args->emit,
-                  "What to write: plan (default), ir (text form) or json (the IR as JSON)")
-      ->check(CLI::IsMember({"plan", "ir", "json"}));
-  cmd->add_option("--seed", args->seed, "Seed for the initial parameter values (default 0)")
-      ->check(unsignedInteger());
-  cmd->add_flag("--no-inplace", args->noInPlace,
-                "Give every arena buffer bytes of its own: no elementwise result takes over "
-                "its dying operand's slot");
-  args->common.addTo(*cmd);
+  CLI::App *cmd = addCompileFlags(app, *args);
   cmd->callback([args] {
-    compiler::CompileOptions options =
-        args->common.compileOptions(compiler::DefaultPipeline::Training);
-    options.lower = codegen::LowerOptions{args->seed, !args->noInPlace};
+    compiler::CompileOptions options = finishCompileFlags(*args);
+    std::vector<OutputTarget> targets = {{"-o", args->output}};
+    for (const OutputTarget &t : args->common.outputTargets()) targets.push_back(t);
+    checkOutputTargets(targets, {args->model});
     auto graph = runPasses(args->model, options);
     if (args->emit == "ir") {
       writeFileAtomic(args->output, ir::printGraph(*graph));

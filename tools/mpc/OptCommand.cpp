@@ -3,7 +3,8 @@
 // The debugging entry point and what the lit tests drive: reads a model,
 // runs the passes named by --passes (none by default: the reader already
 // infers shapes), and prints the resulting IR to stdout (or -o FILE) in the
-// text form, or as JSON with --emit=json.
+// text form, or as JSON with --emit=json. An output file is checked before
+// the model is read, as `mpc compile`'s.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/JsonWriter.h"
@@ -28,13 +29,21 @@ void addOptCommand(CLI::App &app) {
   auto args = std::make_shared<OptArgs>();
   CLI::App *cmd = app.add_subcommand("opt", "Run passes on a model and print the resulting IR");
   cmd->add_option("model", args->model, "Model file (JSON)")->required();
-  cmd->add_option("-o,--output", args->output, "Write the IR here instead of stdout");
+  CLI::Option *output = cmd->add_option(
+      "-o,--output", args->output,
+      "Write the IR here instead of stdout (atomically, through a symbolic link, never over "
+      "the model)");
   cmd->add_option("--emit", args->emit, "Output form: text (default) or json")
       ->check(CLI::IsMember({"text", "json"}));
   args->common.addTo(*cmd);
-  cmd->callback([args] {
-    auto graph =
-        runPasses(args->model, args->common.compileOptions(compiler::DefaultPipeline::None));
+  cmd->callback([args, output] {
+    compiler::CompileOptions options =
+        args->common.compileOptions(compiler::DefaultPipeline::None);
+    std::vector<OutputTarget> targets = args->common.outputTargets();
+    // -o "" is refused, not taken for stdout.
+    if (output->count() > 0) targets.push_back({"-o", args->output});
+    checkOutputTargets(targets, {args->model});
+    auto graph = runPasses(args->model, options);
     std::string out = args->emit == "json" ? ir::writeModelJson(*graph) : ir::printGraph(*graph);
     if (args->output.empty()) std::cout << out << std::flush;
     else writeFileAtomic(args->output, out);

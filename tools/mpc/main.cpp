@@ -7,10 +7,30 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/BlasCore.h"
+#include "runtime/job/ProcessGroup.h"
 #include "support/Error.h"
 #include "tools/mpc/Commands.h"
+#include "tools/mpc/Flags.h"
 
 #include <iostream>
+
+namespace {
+
+/// A process an MPI launcher started is a rank of a job whose other ranks
+/// wait for it in MPI_Init: one that exits 0 without joining leaves them
+/// waiting forever, while a failure makes the launcher end the job. Only
+/// `mpc run` joins, so `what` (another command, --help, --version) fails
+/// there: throws UserError when a launcher started this process.
+void refuseUnderLauncher(const std::string &what) {
+  std::string var = mpc::runtime::job::launcherVariable();
+  if (!var.empty())
+    throw mpc::UserError("", what,
+                         "cannot be part of an MPI job: only `mpc run` joins one (" + var +
+                             " is set: an MPI launcher started this process); run it without "
+                             "mpirun");
+}
+
+} // namespace
 
 int main(int argc, char **argv) {
   // Training runs sgemm: make sure OpenBLAS runs the kernels this CPU has
@@ -44,10 +64,23 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
+  // After the parse, before any command runs.
+  app.parse_complete_callback([&app] {
+    for (const CLI::App *sub : app.get_subcommands())
+      if (sub->get_name() != "run") refuseUnderLauncher("mpc " + sub->get_name());
+  });
   try {
-    app.parse(argc, argv);
+    mpc::tool::parseCommandLine(app, argc, argv);
   } catch (const CLI::ParseError &e) {
     // --help and --version are "errors" with exit code 0 in CLI11.
+    if (e.get_exit_code() == 0) {
+      try {
+        refuseUnderLauncher(e.get_name() == "CallForVersion" ? "--version" : "--help");
+      } catch (const mpc::UserError &refusal) {
+        std::cerr << refusal.what() << "\n";
+        return 1;
+      }
+    }
     int code = app.exit(e);
     return code == 0 ? 0 : 1;
   } catch (const mpc::UserError &e) {

@@ -126,7 +126,7 @@ TEST(MpiGroup, AllGatherAndMovesToRankZero) {
 
 int main(int argc, char **argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  if (!mpc::runtime::mpi::launchedByMpi()) {
+  if (mpc::runtime::job::launcherVariable().empty()) {
     std::fprintf(stderr, "unit_mpi: run it under mpirun -np 2 (or more)\n");
     return 1;
   }

@@ -1,0 +1,150 @@
+//===- tools/mpc/Flags.cpp - the command lines of run and compile -------===//
+#include "tools/mpc/Flags.h"
+
+#include "runtime/cuda/CudaBackend.h"
+#include "support/Error.h"
+#include "tools/mpc/NumericFlags.h"
+
+#include <limits>
+
+namespace mpc::tool {
+
+void parseCommandLine(CLI::App &app, int argc, const char *const *argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") break; // the rest are positional arguments
+    size_t eq = arg.find('=');
+    if (arg.starts_with("--") && eq != std::string::npos && eq > 2 && eq + 1 == arg.size())
+      throw UserError("", arg.substr(0, eq),
+                      "the value after '=' is empty; give one (" + arg + "VALUE) or leave the "
+                      "flag out");
+  }
+  app.parse(argc, argv);
+}
+
+CLI::App *addRunFlags(CLI::App &app, RunArgs &args) {
+  CLI::App *cmd = app.add_subcommand(
+      "run", "Train with a plan (or run inference with a plan that has no loss): on the CPU "
+             "runtime (devices on up to one thread each, see --threads), or on the CUDA "
+             "runtime for gpu plans");
+  cmd->add_option("plan", args.train.planFile, "Plan file (from mpc compile)")->required();
+  cmd->add_option("--input", args.train.inputs,
+                  "NAME=FILE.npy: a dataset for plan input NAME (float32 or int32, C order; "
+                  "the first axis is the dataset, batches in file order). Repeatable");
+  cmd->add_flag("--allow-nonfinite", args.train.allowNonfinite,
+                "Take --input datasets holding NaN or infinities as they are (by default the "
+                "first such value is an error naming the file and its flat index)");
+  auto *epochs = cmd->add_option("--epochs", args.train.epochs,
+                                 "Passes over the dataset to reach (default 1), counted from "
+                                 "the start of training (a --resume run continues to it); the "
+                                 "remainder of a dataset smaller than a batch is dropped")
+                     ->check(positiveInteger());
+  auto *steps = cmd->add_option("--steps", args.train.steps,
+                                "Steps (batches) to reach, counted from the start of training "
+                                "(a --resume run continues to it)")
+                    ->check(positiveInteger());
+  epochs->excludes(steps);
+  cmd->add_flag("--shuffle", args.train.shuffle,
+                "Shuffle the rows every epoch (seeded by --seed); --resume takes it from the "
+                "checkpoint");
+  cmd->add_option("--seed", args.train.seed,
+                  "Seed for --shuffle (default 0); --resume takes it from the checkpoint")
+      ->check(unsignedInteger());
+  auto *init = cmd->add_option("--init", args.train.init,
+                               "Start a new run (step 1) from a safetensors file's parameters, "
+                               "and the optimizer state it holds (a warning names state it "
+                               "lacks)");
+  auto *resume = cmd->add_option(
+      "--resume", args.train.resume,
+      "Continue the run a checkpoint (--save) recorded: parameters, optimizer state, step, "
+      "epoch, data order and position; the result equals an uninterrupted run's, byte for "
+      "byte. A checkpoint of another plan is an error");
+  init->excludes(resume);
+  cmd->add_flag("--force", args.train.force,
+                "With --resume: accept a checkpoint whose parameters match the plan but whose "
+                "optimizer differs (kind, hyper-parameters or state tensors); matching state "
+                "is loaded, the rest starts from the plan's initial values");
+  cmd->add_option("--save", args.train.save,
+                  "Write a checkpoint at the end (atomically, through a symbolic link): "
+                  "parameters, optimizer state and the training position, for --resume; a "
+                  "failed run leaves the previous file. May name the --resume file");
+  cmd->add_option("--save-every", args.train.saveEvery,
+                  "Also write the --save checkpoint every K steps (atomically, replacing it)")
+      ->check(positiveInteger());
+  cmd->add_flag("--save-params-only", args.train.saveParamsOnly,
+                "Make --save write the parameters only (for export; not resumable)");
+  cmd->add_option("--output", args.train.outputs,
+                  "NAME=FILE.npy: write plan output NAME, concatenated over all steps. "
+                  "Repeatable");
+  cmd->add_option("--log-every", args.train.logEvery,
+                  "Print 'step N loss L' every K steps and at the last step (default 100)")
+      ->check(positiveInteger());
+  cmd->add_flag("--print-params", args.train.printParams,
+                "Print each parameter after the run (name, type, up to 16 values)");
+  cmd->add_option("--backend", args.backend,
+                  "Runtime: auto (default: CUDA for plans with gpu:N devices when built with "
+                  "CUDA, else CPU), cpu, or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  cmd->add_option("--device-map", args.deviceMap,
+                  "CUDA: logical to physical GPUs, e.g. gpu:0=0,gpu:1=0,gpu:2=0 (default gpu:N "
+                  "on GPU N); an error for a plan without gpu devices");
+  cmd->add_option("--transport", args.transport,
+                  "CUDA: how data moves between GPUs: peer (default) or nccl");
+  cmd->add_flag("--allow-tf32", args.allowTf32,
+                "CUDA: let cuBLAS use TF32 tensor cores for matmul (faster, ~1e-3 error)");
+  cmd->add_option("--threads", args.train.threads,
+                  "CPU runtime: threads that run this process's devices (default: one per "
+                  "device, at most the cores this process may use, and one for a plan that "
+                  "does little work per message); with fewer threads than devices, "
+                  "neighbouring devices share a thread and take turns at each receive. The "
+                  "results are the same bit for bit")
+      ->check(integerIn(1, std::numeric_limits<unsigned>::max()));
+  cmd->add_option("--rank-map", args.train.rankMap,
+                  "Under mpirun: which rank hosts each device, e.g. cpu:0=0,cpu:1=0,cpu:2=1 "
+                  "(every device once; default: contiguous blocks in plan order)");
+  return cmd;
+}
+
+void finishRunFlags(const CLI::App &cmd, RunArgs &args) {
+  auto given = [&](const std::string &flag) { return cmd.get_option(flag)->count() > 0; };
+  args.train.shuffleGiven = given("--shuffle");
+  args.train.seedGiven = given("--seed");
+  args.saveGiven = given("--save");
+  // An empty name would read as "not given": a fresh run instead of the
+  // one asked for.
+  for (const auto &[flag, file] : {std::pair{"--init", &args.train.init},
+                                   std::pair{"--resume", &args.train.resume}})
+    if (given(flag) && file->empty()) throw UserError("", flag, "is empty: name the file to read");
+  // Here, not only in the CUDA runtime: a CPU plan never reaches it.
+  std::string problem = runtime::cuda::transportNameProblem(args.transport);
+  if (!problem.empty()) throw UserError("", "--transport", problem);
+}
+
+CLI::App *addCompileFlags(CLI::App &app, CompileArgs &args) {
+  CLI::App *cmd = app.add_subcommand(
+      "compile", "Compile a model into an execution plan (plan.bin) for training or inference");
+  cmd->add_option("model", args.model, "Model file (JSON)")->required();
+  cmd->add_option("-o,--output", args.output,
+                  "Output file (plan.bin, or IR with --emit); written atomically, through a "
+                  "symbolic link, never over the model")
+      ->required();
+  cmd->add_option("--emit", args.emit,
+                  "What to write: plan (default), ir (text form) or json (the IR as JSON)")
+      ->check(CLI::IsMember({"plan", "ir", "json"}));
+  cmd->add_option("--seed", args.seed, "Seed for the initial parameter values (default 0)")
+      ->check(unsignedInteger());
+  cmd->add_flag("--no-inplace", args.noInPlace,
+                "Give every arena buffer bytes of its own: no elementwise result takes over "
+                "its dying operand's slot");
+  args.common.addTo(*cmd);
+  return cmd;
+}
+
+compiler::CompileOptions finishCompileFlags(const CompileArgs &args) {
+  compiler::CompileOptions options =
+      args.common.compileOptions(compiler::DefaultPipeline::Training);
+  options.lower = codegen::LowerOptions{args.seed, !args.noInPlace};
+  return options;
+}
+
+} // namespace mpc::tool
