@@ -38,18 +38,18 @@ CLI::App *addRunFlags(CLI::App &app, RunArgs &args) {
                                  "Passes over the dataset to reach (default 1), counted from "
                                  "the start of training (a --resume run continues to it); the "
                                  "remainder of a dataset smaller than a batch is dropped")
-                     ->check(positiveInteger());
+                     ->transform(positiveInteger());
   auto *steps = cmd->add_option("--steps", args.train.steps,
                                 "Steps (batches) to reach, counted from the start of training "
                                 "(a --resume run continues to it)")
-                    ->check(positiveInteger());
+                    ->transform(positiveInteger());
   epochs->excludes(steps);
   cmd->add_flag("--shuffle", args.train.shuffle,
                 "Shuffle the rows every epoch (seeded by --seed); --resume takes it from the "
                 "checkpoint");
   cmd->add_option("--seed", args.train.seed,
                   "Seed for --shuffle (default 0); --resume takes it from the checkpoint")
-      ->check(unsignedInteger());
+      ->transform(unsignedInteger());
   auto *init = cmd->add_option("--init", args.train.init,
                                "Start a new run (step 1) from a safetensors file's parameters, "
                                "and the optimizer state it holds (a warning names state it "
@@ -70,7 +70,7 @@ CLI::App *addRunFlags(CLI::App &app, RunArgs &args) {
                   "failed run leaves the previous file. May name the --resume file");
   cmd->add_option("--save-every", args.train.saveEvery,
                   "Also write the --save checkpoint every K steps (atomically, replacing it)")
-      ->check(positiveInteger());
+      ->transform(positiveInteger());
   cmd->add_flag("--save-params-only", args.train.saveParamsOnly,
                 "Make --save write the parameters only (for export; not resumable)");
   cmd->add_option("--output", args.train.outputs,
@@ -78,7 +78,7 @@ CLI::App *addRunFlags(CLI::App &app, RunArgs &args) {
                   "Repeatable");
   cmd->add_option("--log-every", args.train.logEvery,
                   "Print 'step N loss L' every K steps and at the last step (default 100)")
-      ->check(positiveInteger());
+      ->transform(positiveInteger());
   cmd->add_flag("--print-params", args.train.printParams,
                 "Print each parameter after the run (name, type, up to 16 values)");
   cmd->add_option("--backend", args.backend,
@@ -98,7 +98,7 @@ CLI::App *addRunFlags(CLI::App &app, RunArgs &args) {
                   "does little work per message); with fewer threads than devices, "
                   "neighbouring devices share a thread and take turns at each receive. The "
                   "results are the same bit for bit")
-      ->check(integerIn(1, std::numeric_limits<unsigned>::max()));
+      ->transform(integerIn(1, std::numeric_limits<unsigned>::max()));
   cmd->add_option("--rank-map", args.train.rankMap,
                   "Under mpirun: which rank hosts each device, e.g. cpu:0=0,cpu:1=0,cpu:2=1 "
                   "(every device once; default: contiguous blocks in plan order)");
@@ -132,7 +132,7 @@ CLI::App *addCompileFlags(CLI::App &app, CompileArgs &args) {
                   "What to write: plan (default), ir (text form) or json (the IR as JSON)")
       ->check(CLI::IsMember({"plan", "ir", "json"}));
   cmd->add_option("--seed", args.seed, "Seed for the initial parameter values (default 0)")
-      ->check(unsignedInteger());
+      ->transform(unsignedInteger());
   cmd->add_flag("--no-inplace", args.noInPlace,
                 "Give every arena buffer bytes of its own: no elementwise result takes over "
                 "its dying operand's slot");

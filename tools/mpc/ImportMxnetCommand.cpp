@@ -19,6 +19,7 @@
 #include "support/Error.h"
 #include "support/FileIO.h"
 #include "tools/mpc/Commands.h"
+#include "tools/mpc/NumericFlags.h"
 
 #include <cstring>
 #include <iostream>
@@ -122,11 +123,11 @@ void addImportMxnetCommand(CLI::App &app) {
       ->check(CLI::IsMember({"sgd", "adam", "adamw"}));
   cmd->add_option("--lr", args->lr,
                   "Learning rate (default: the optimizer's, sgd 0.01, adam 0.001)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(nonNegativeNumber());
   cmd->add_option("--momentum", args->momentum, "SGD momentum (default 0)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(nonNegativeNumber());
   cmd->add_option("--wd", args->wd, "Weight decay (default: the optimizer's; adamw 0.01)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(nonNegativeNumber());
   cmd->add_option("--name", args->name,
                   "The model's name (default: the symbol file's, without -symbol.json)");
   cmd->callback([args] { importMxnet(*args); });

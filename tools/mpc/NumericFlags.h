@@ -19,6 +19,9 @@
 namespace mpc::tool {
 
 /// An integer in [min, max] written in decimal digits, no sign ("INT").
+/// These validators rewrite the text canonically ("010" -> "10", which
+/// CLI11 would read as octal), so options take them with transform(), not
+/// check() (whose validators cannot change the text).
 CLI::Validator integerIn(uint64_t min, uint64_t max);
 /// An integer in [1, 2^63 - 1] ("INT>0").
 const CLI::Validator &positiveInteger();
