@@ -410,6 +410,7 @@ void Trainer::runSteps() {
   order.seek(first, pos.batchesPerEpoch);
   const bool printsLoss = ex.plan().hasLoss && group_.rank() == lossRank_;
   int64_t finiteAt = first; // the last step whose loss was read and finite
+  const bool gpuPlan = plan::usesGpu(ex.plan());
 
   Progress progress(err_, first, total, opt_.progress && group_.rank() == lossRank_);
   ex.setNextStep(first + 1);
@@ -440,11 +441,13 @@ void Trainer::runSteps() {
     const bool logs = (s + 1) % opt_.logEvery == 0 || s + 1 == total;
     // The final checkpoint is finish()'s (after --output files are written).
     const bool saves = opt_.saveEvery > 0 && (s + 1) % opt_.saveEvery == 0 && s + 1 < total;
-    // The loss is read where the host waits for the devices anyway (a GPU
-    // runs ahead of the host between reads): at the steps logged, and before
-    // each checkpoint, so no checkpoint follows a loss that is not finite. A
-    // NaN or an infinity stops the run there, its line printed.
-    if (printsLoss && (logs || saves)) {
+    // On a GPU the loss is read where the host waits for the devices anyway
+    // (a GPU runs ahead of the host between reads): at the steps logged, and
+    // before each checkpoint, so no checkpoint follows a loss that is not
+    // finite. On the CPU a step has ended when step() returns and the loss
+    // is in host memory: it is read every step. A NaN or an infinity stops
+    // the run there, its line printed.
+    if (printsLoss && (logs || saves || !gpuPlan)) {
       float loss = ex.loss();
       bool finite = std::isfinite(loss);
       if (logs || !finite) {
