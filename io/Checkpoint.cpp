@@ -207,22 +207,35 @@ void writeParamsOnly(const std::string &path, const std::vector<NamedTensor> &pa
   writeSafetensors(path, params, {{"format", "pt"}});
 }
 
-Checkpoint readCheckpoint(const std::string &path) {
-  SafetensorsFile f = readSafetensorsFile(path);
+namespace {
+
+/// A checkpoint from a safetensors file already read: its training metadata
+/// decoded and checked against the tensors it names.
+Checkpoint checkpointOf(SafetensorsFile f, const std::string &file) {
   Checkpoint c;
-  c.file = path;
+  c.file = file;
   c.tensors = std::move(f.tensors);
   c.resumable = f.metadata.count("mpc.step") != 0;
   if (c.resumable) {
-    c.info = decodeInfo(path, f.metadata);
+    c.info = decodeInfo(file, f.metadata);
     std::set<std::string> names;
     for (const NamedTensor &t : c.tensors) names.insert(t.name);
     for (const std::string &s : c.info.states)
       if (!names.count(s))
-        throw UserError(path, "__metadata__", "'mpc.states' names '" + s +
+        throw UserError(file, "__metadata__", "'mpc.states' names '" + s +
                                                   "', which the file does not hold");
   }
   return c;
+}
+
+} // namespace
+
+Checkpoint parseCheckpoint(const uint8_t *data, size_t size, const std::string &file) {
+  return checkpointOf(parseSafetensorsFile(data, size, file), file);
+}
+
+Checkpoint readCheckpoint(const std::string &path) {
+  return checkpointOf(readSafetensorsFile(path), path);
 }
 
 } // namespace mpc::io

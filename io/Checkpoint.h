@@ -73,5 +73,7 @@ void writeParamsOnly(const std::string &path, const std::vector<NamedTensor> &pa
 /// Reads a safetensors file; `resumable` when it carries mpc's training
 /// metadata. Malformed metadata is a UserError naming the file and the key.
 Checkpoint readCheckpoint(const std::string &path);
+/// The same from bytes in memory; `file` is used in messages only.
+Checkpoint parseCheckpoint(const uint8_t *data, size_t size, const std::string &file);
 
 } // namespace mpc::io

@@ -82,6 +82,10 @@ struct PipelineSpec {
 /// batch compiles in about 6 s, and at 16,384 it took minutes. Pipelines
 /// use tens to hundreds of micro-batches; more only shrinks the GEMMs.
 inline constexpr int64_t kMaxMicrobatches = 4096;
+/// Why, as messages about the bound say it.
+inline constexpr const char *kMaxMicrobatchesReason =
+    "beyond it compile time grows faster than linearly, and smaller micro-batches only shrink "
+    "the GEMMs";
 
 /// The schedules PipelineSpec::schedule may name, in documentation order.
 inline const char *const kPipelineSchedules[] = {"gpipe", "1f1b", "interleaved-1f1b"};

@@ -768,9 +768,12 @@ private:
     if (const json *m = find(j, "microbatches")) {
       if (!m->is_number_integer() || m->get<int64_t>() < 1 ||
           m->get<int64_t>() > kMaxMicrobatches)
-        fail(ptr + "/microbatches", "microbatches must be an integer in [1, " +
-                                        std::to_string(kMaxMicrobatches) + "], got " +
-                                        describeJson(*m));
+        fail(ptr + "/microbatches",
+             "microbatches must be an integer in [1, " + std::to_string(kMaxMicrobatches) + "]" +
+                 (m->is_number_integer() && m->get<int64_t>() > kMaxMicrobatches
+                      ? std::string(" (") + kMaxMicrobatchesReason + ")"
+                      : "") +
+                 ", got " + describeJson(*m));
       g_->pipeline.microbatches = m->get<int64_t>();
     }
     if (const json *s = find(j, "schedule")) {

@@ -5,7 +5,8 @@
 // padding (which max pooling never picks and average pooling counts as zeros
 // or leaves out, as count_include_pad says). The output size is PyTorch's,
 // with ceil_mode the windows that would start beyond the input and its left
-// padding dropped (MXNet's pooling_convention "full" is ceil_mode); the
+// padding dropped (MXNet's pooling_convention "full" is ceil_mode wherever no
+// window starts there; import-mxnet refuses the rest); the
 // geometry is ops/Window.cpp's. max_pool2d's gradient routes dy to the first
 // maximum of each window in row-major order (PyTorch's tie rule), recomputed
 // by max_pool2d_grad from x; avg_pool2d's spreads dy / divisor over each

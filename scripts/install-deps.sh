@@ -12,6 +12,7 @@ packages=(
   libgtest-dev         # unit tests
   libbenchmark-dev     # bench/
   llvm-14-tools        # FileCheck, not, split-file, lit
+  clang libclang-rt-14-dev      # libFuzzer, ASan and UBSan for scripts/fuzz.sh
   python3-numpy python3-torch   # the PyTorch cross-checks (test/torch/)
   graphviz             # dot, for pictures of graphs
   openmpi-bin libopenmpi-dev    # mpirun and MPI for multi-process runs

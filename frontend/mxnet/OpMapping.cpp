@@ -158,6 +158,17 @@ Value mapPooling(MapContext &c) {
              tupleText(x.shape));
     int64_t steps = in - kernel[d];
     out[2 + d] = (ceil ? (steps + stride[d] - 1) / stride[d] : steps / stride[d]) + 1;
+    // MXNet's "full" rounds up and keeps a last window that starts past the
+    // input and its left padding (it pools over nothing there); mpc's
+    // ceil_mode, as PyTorch's, drops that window. Where they differ, no mpc
+    // model computes what MXNet does.
+    if (ceil && (out[2 + d] - 1) * stride[d] >= x.shape[2 + d] + pad[d])
+      c.fail("pooling_convention \"full\" with kernel " + tupleText(kernel) + ", stride " +
+             tupleText(stride) + " and pad " + tupleText(pad) + " on input " +
+             tupleText(x.shape) + " gives a last window (along " + (d ? "width" : "height") +
+             ") that starts past the input and its padding, which MXNet pools over nothing; "
+             "mpc's ceil_mode drops such a window, so this pooling cannot be imported (use a "
+             "stride or pad with which every window overlaps the input)");
   }
   json attrs = {{"kernel", kernel}, {"stride", stride}, {"padding", pad}, {"ceil_mode", ceil}};
   if (type == "max") return c.emit("", "max_pool2d", {x}, attrs, out);

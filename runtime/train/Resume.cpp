@@ -89,9 +89,8 @@ std::string joinDiffs(const std::vector<TensorDiff> &diffs) {
 
 } // namespace
 
-ResumeCheck restoreCheckpoint(Executor &ex, const Checkpoint &ckpt, uint64_t planChecksum,
-                              bool force) {
-  const plan::Plan &p = ex.plan();
+ResumeCheck checkCheckpoint(const plan::Plan &p, const Checkpoint &ckpt, uint64_t planChecksum,
+                            bool force) {
   const std::string &file = ckpt.file;
   if (!ckpt.resumable)
     throw UserError(file, "", "not a resumable checkpoint: it has no training position (it was "
@@ -150,18 +149,11 @@ ResumeCheck restoreCheckpoint(Executor &ex, const Checkpoint &ckpt, uint64_t pla
                         " at flat index " + std::to_string(bad) +
                         " (mpc writes no checkpoint with a value that is not finite)");
   }
-  for (const plan::TensorRef &r : p.params) {
-    const NamedTensor &t = *params.at(r.name);
-    if (ex.hosts(r)) ex.write(r, t.data.data(), t.data.size());
-  }
   std::vector<std::string> reset;
   for (const plan::TensorRef &r : p.states) {
     auto it = states.find(r.name);
-    if (it == states.end() || it->second->dtype != r.dtype || it->second->shape != r.shape) {
+    if (it == states.end() || it->second->dtype != r.dtype || it->second->shape != r.shape)
       reset.push_back("'" + r.name + "'");
-      continue;
-    }
-    if (ex.hosts(r)) ex.write(r, it->second->data.data(), it->second->data.size());
   }
   if (!reset.empty()) {
     std::string list;
@@ -169,6 +161,24 @@ ResumeCheck restoreCheckpoint(Executor &ex, const Checkpoint &ckpt, uint64_t pla
     check.warnings.push_back(file + ": warning: optimizer state " + list +
                              " not in the checkpoint; starting from its initial value");
   }
+  return check;
+}
+
+ResumeCheck restoreCheckpoint(Executor &ex, const Checkpoint &ckpt, uint64_t planChecksum,
+                              bool force) {
+  const plan::Plan &p = ex.plan();
+  ResumeCheck check = checkCheckpoint(p, ckpt, planChecksum, force);
+  // Checked above: every parameter is in the file as the plan has it; a
+  // state tensor that is not keeps its initial value (a warning says so).
+  std::map<std::string, const NamedTensor *> byName;
+  for (const NamedTensor &t : ckpt.tensors) byName[t.name] = &t;
+  for (const std::vector<plan::TensorRef> *list : {&p.params, &p.states})
+    for (const plan::TensorRef &r : *list) {
+      auto it = byName.find(r.name);
+      if (it == byName.end() || it->second->dtype != r.dtype || it->second->shape != r.shape)
+        continue;
+      if (ex.hosts(r)) ex.write(r, it->second->data.data(), it->second->data.size());
+    }
   return check;
 }
 

@@ -37,4 +37,9 @@ struct ResumeCheck {
 ResumeCheck restoreCheckpoint(Executor &ex, const io::Checkpoint &ckpt, uint64_t planChecksum,
                               bool force);
 
+/// The checks of restoreCheckpoint alone, loading nothing: what --resume
+/// would say of `ckpt` against `plan`.
+ResumeCheck checkCheckpoint(const plan::Plan &plan, const io::Checkpoint &ckpt,
+                            uint64_t planChecksum, bool force);
+
 } // namespace mpc::runtime

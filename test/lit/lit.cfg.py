@@ -48,6 +48,9 @@ config.substitutions.append(("%numpy-python", getattr(config, "mpc_numpy_python"
 # %expect-exit N cmd...: cmd must exit with status N exactly.
 config.substitutions.append(("%expect-exit",
                              "bash " + os.path.join(src_root, "test", "utils", "expect-exit.sh")))
+# %read-only DIR cmd...: cmd runs while no one may write in DIR, root included.
+config.substitutions.append(("%read-only",
+                             "bash " + os.path.join(src_root, "test", "utils", "read-only.sh")))
 
 missing = [t for t in ("mpc", "FileCheck", "split-file", "not")
            if shutil.which(t, path=config.environment["PATH"]) is None]

@@ -43,7 +43,7 @@ void CommonOptions::addTo(CLI::App &cmd) {
          "--microbatches", [this](int64_t m) { microbatches = m; },
          "Split each step's batch into M equal micro-batches along axis 0 and pipeline them "
          "over the devices (overrides the model's \"pipeline\"; default 1: no pipelining)")
-      ->transform(integerIn(1, uint64_t(ir::kMaxMicrobatches)));
+      ->transform(integerIn(1, uint64_t(ir::kMaxMicrobatches), ir::kMaxMicrobatchesReason));
   cmd.add_option("--schedule", schedule,
                  "Pipeline schedule: gpipe, 1f1b (the default) or interleaved-1f1b (overrides "
                  "the model's \"pipeline\"; docs/pipelining.md)")

@@ -74,12 +74,12 @@ CLI::Validator numberValidator(bool zeroAllowed, const std::string &desc) {
 
 } // namespace
 
-CLI::Validator integerIn(uint64_t min, uint64_t max) {
+CLI::Validator integerIn(uint64_t min, uint64_t max, std::string whyMax) {
   std::string desc = min == 1 && max == uint64_t(INT64_MAX) ? "INT>0"
                      : min == 0 && max == UINT64_MAX       ? "UINT"
                          : "[" + std::to_string(min) + ", " + std::to_string(max) + "]";
   return CLI::Validator(
-      [min, max](std::string &text) -> std::string {
+      [min, max, whyMax](std::string &text) -> std::string {
         uint64_t n = 0;
         if (decimalAtMost(text, max, n) && n >= min) {
           // CLI11 reads integers with strtoll(..., 0): "010" would be octal.
@@ -92,7 +92,8 @@ CLI::Validator integerIn(uint64_t min, uint64_t max) {
         // All digits, not zero: only too large.
         bool digits = text.find_first_not_of("0123456789") == std::string::npos;
         if (!text.empty() && digits && text.find_first_not_of('0') != std::string::npos)
-          return "must be a positive integer at most " + std::to_string(max) + got;
+          return "must be a positive integer at most " + std::to_string(max) +
+                 (whyMax.empty() ? "" : " (" + whyMax + ")") + got;
         return "must be a positive integer" + got;
       },
       desc);

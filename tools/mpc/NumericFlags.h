@@ -22,7 +22,7 @@ namespace mpc::tool {
 /// These validators rewrite the text canonically ("010" -> "10", which
 /// CLI11 would read as octal), so options take them with transform(), not
 /// check() (whose validators cannot change the text).
-CLI::Validator integerIn(uint64_t min, uint64_t max);
+CLI::Validator integerIn(uint64_t min, uint64_t max, std::string whyMax = "");
 /// An integer in [1, 2^63 - 1] ("INT>0").
 const CLI::Validator &positiveInteger();
 /// An integer in [0, 2^64 - 1] ("UINT"): seeds.
