@@ -18,7 +18,8 @@ with the tests and benchmarks on top: a test of layer L includes L, the
 floors below it, compiler/ (the one way tests build models and plans) and
 ir/ (the reference semantics that kernels are checked against); nothing
 but tools/ includes tools/, except the flag fuzzer, which includes the
-driver's flags (tools/mpc/Flags.h) to parse them without running a command.
+driver's flags (tools/mpc/Flags.h) to parse them without running a command;
+the checkpoint fuzzer checks files as --resume does (runtime/train/Resume.h).
 
 Exit status 0 when the tree keeps the rule, 1 with one line per violation
 ("FILE:LINE: FOLDER/ must not include ..."), 2 on a bad ROOT.
@@ -51,7 +52,8 @@ RULES = {
     "tools": "support ops ir plan io passes frontend codegen compiler runtime tools",
     "examples": "support ops plan io",
     "bench": "support ops ir plan io passes codegen compiler runtime bench",
-    "test/fuzz": "support ops ir plan io passes frontend tools/mpc/Flags.h",
+    "test/fuzz": "support ops ir plan io passes frontend compiler runtime/train/Resume.h "
+                 "tools/mpc/Flags.h",
     "test/unit": "support test/unit",
     "test/unit/support": "support",
     "test/unit/ops": "support ops test/unit",
