@@ -8,14 +8,19 @@
 //
 // The cost model: a kernel takes flops/F + bytes/B seconds (its op's FLOP
 // count from the op table; the bytes of its operands and result), a transfer
-// bytes/B + a fixed latency, with F = 10 GFLOP/s and B = 10 GB/s per device.
+// bytes/B + a fixed latency, with F = 10 GFLOP/s and B = 10 GB/s per device,
+// and a collective starts when its last member comes to it and takes what
+// codegen/CollectiveCost.h prices (the in-process transport on CPUs, NCCL
+// on GPUs).
 // Only ratios matter for a bubble fraction; the constants keep compute- and
 // memory-bound kernels in proportion on a CPU core.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Lower.h"
 
+#include "codegen/CollectiveCost.h"
 #include "ir/OpInfo.h"
+#include "plan/Collective.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -50,6 +55,10 @@ PipelineCost predictPipelineCost(const ir::Graph &graph, const plan::Plan &plan)
   std::vector<size_t> pc(nd, 0);
   std::vector<double> clock(nd, 0), busy(nd, 0);
   std::map<uint32_t, double> arrival;
+  // Collectives: when each member came, and when the collective ends.
+  std::map<uint32_t, std::vector<double>> arrivals;
+  std::set<std::pair<uint32_t, size_t>> arrived;
+  std::map<uint32_t, double> finished;
   for (bool progress = true; progress;) {
     progress = false;
     for (size_t d = 0; d < nd; ++d) {
@@ -60,6 +69,22 @@ PipelineCost predictPipelineCost(const ir::Graph &graph, const plan::Plan &plan)
           double s = kernelSeconds(graph, dev, in);
           clock[d] += s;
           busy[d] += s;
+        } else if (in.kind == plan::InstrKind::Collective) {
+          // A meeting: it ends the cost of the collective after its last
+          // member comes (codegen/CollectiveCost.h; GPU groups on NCCL).
+          auto done = finished.find(in.channel);
+          if (done == finished.end()) {
+            std::vector<double> &at = arrivals[in.channel];
+            if (arrived.insert({in.channel, d}).second) at.push_back(clock[d]);
+            if (at.size() < in.group.size()) break;
+            plan::CollectiveShape shape = plan::collectiveShape(dev, uint32_t(d), in);
+            bool gpu = dev.device.rfind("gpu:", 0) == 0;
+            double s = collectiveSeconds(shape.kind, in.group.size(), uint64_t(shape.elements) * 4,
+                                         gpu ? CollectiveTransport::Nccl
+                                             : CollectiveTransport::InProcess);
+            done = finished.emplace(in.channel, *std::max_element(at.begin(), at.end()) + s).first;
+          }
+          clock[d] = std::max(clock[d], done->second);
         } else if (in.kind == plan::InstrKind::Send) {
           double bytes = double(dev.buffers.at(in.inputs.at(0)).bytes);
           arrival[in.channel] = clock[d] + kTransferLatency + bytes / kBytesPerSecond;

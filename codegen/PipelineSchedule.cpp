@@ -52,7 +52,9 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <iterator>
 #include <limits>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -140,15 +142,19 @@ private:
     // A forward node fed by leaves only (an input slice, a fill) starts at
     // stage 0 for the nodes it feeds, and then joins its first user's stage:
     // the labels' slice on the last device belongs to the last stage.
+    // A copy of such a node counts as fed by leaves too: a data-parallel
+    // replica's rows, sliced on replica 0's device, start its own stage 0.
     std::vector<bool> leafFed(nodes_.size(), false);
     for (const ir::Node *n : st_.topo) {
       if (!n->isOp() || n->backward) continue;
       int s = -1;
-      for (const ir::Node *in : n->inputs) {
-        int si = stage_[indexOf(in)];
-        if (si < 0) continue;
-        s = std::max(s, si + (in->device != n->device ? 1 : 0));
-      }
+      if (!(n->isOp(ir::OpKind::Copy) && n->inputs.size() == 1 &&
+            leafFed[indexOf(n->inputs[0])]))
+        for (const ir::Node *in : n->inputs) {
+          int si = stage_[indexOf(in)];
+          if (si < 0) continue;
+          s = std::max(s, si + (in->device != n->device ? 1 : 0));
+        }
       leafFed[indexOf(n)] = s < 0;
       stage_[indexOf(n)] = std::max(s, 0);
     }
@@ -176,6 +182,7 @@ private:
 
   void buildActions() {
     std::map<ActionKey, size_t> byKey;
+    std::map<uint32_t, std::set<int>> stagesOf; // device -> its forward stages
     floating_.assign(st_.devices.size(), {});
     actionOf_.assign(nodes_.size(), SIZE_MAX);
     for (const ir::Node *n : st_.topo) {
@@ -196,17 +203,23 @@ private:
       if (fresh) actions_.push_back({key, {}});
       actions_[it->second].nodes.push_back(i);
       actionOf_[i] = it->second;
-      if (key.kind == plan::Action::Forward) stageDevice_[key.stage] = d;
+      if (key.kind == plan::Action::Forward) {
+        stagesOf[d].insert(key.stage);
+        // Data-parallel replicas run the same stages on their own devices:
+        // the plan names replica 0's (the lowest device index).
+        auto [at, fresh] = stageDevice_.emplace(key.stage, d);
+        if (!fresh) at->second = std::min(at->second, d);
+      }
     }
-    // Devices in pipeline order: by their first virtual stage.
-    std::map<uint32_t, std::vector<int>> stagesOf;
-    for (const auto &[s, d] : stageDevice_) stagesOf[d].push_back(s);
-    std::vector<std::pair<int, uint32_t>> firsts;
-    for (const auto &[d, ss] : stagesOf) firsts.push_back({ss.front(), d});
-    std::sort(firsts.begin(), firsts.end());
+    // A device's rank in its pipeline: the place of its first virtual stage
+    // among the devices' first stages (every replica has the same).
+    std::set<int> firsts;
+    for (const auto &[d, ss] : stagesOf) firsts.insert(*ss.begin());
     p_ = int(firsts.size());
-    for (int r = 0; r < p_; ++r) rank_[firsts[size_t(r)].second] = r;
-    for (const auto &[d, ss] : stagesOf) v_ = std::max(v_, int(ss.size()));
+    for (const auto &[d, ss] : stagesOf) {
+      rank_[d] = int(std::distance(firsts.begin(), firsts.find(*ss.begin())));
+      v_ = std::max(v_, int(ss.size()));
+    }
 
     // Each device's forward and backward queues, in the schedule's order.
     queues_.assign(st_.devices.size(), {});

@@ -6,6 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Lower.h"
+
+#include "codegen/CollectiveCost.h"
+#include "plan/Collective.h"
 #include "support/StringUtil.h"
 
 #include <cstdio>
@@ -27,8 +30,16 @@ void printPlanStats(const plan::Plan &plan, std::ostream &os) {
   os << "plan " << plan.model << ": " << count(plan.devices.size(), "device") << ", "
      << count(total, "instruction") << "\n";
   std::map<std::pair<std::string, std::string>, std::pair<size_t, uint64_t>> transfers;
+  // (op, group) -> collectives per step, bytes each member contributes, and
+  // the seconds the cost model gives them on two transports.
+  struct CollectiveTotal {
+    size_t count = 0;
+    uint64_t bytes = 0;
+    double inProcess = 0, mpi = 0;
+  };
+  std::map<std::pair<std::string, std::string>, CollectiveTotal> collectiveTotals;
   for (const plan::DeviceProgram &d : plan.devices) {
-    size_t kernels = 0, sends = 0, recvs = 0;
+    size_t kernels = 0, sends = 0, recvs = 0, collectives = 0;
     for (const plan::Instr &in : d.instrs) {
       switch (in.kind) {
       case plan::InstrKind::Kernel: ++kernels; break;
@@ -40,6 +51,22 @@ void printPlanStats(const plan::Plan &plan, std::ostream &os) {
         break;
       }
       case plan::InstrKind::Recv: ++recvs; break;
+      case plan::InstrKind::Collective: {
+        ++collectives;
+        if (d.device != plan.devices.at(in.group.at(0)).device) break; // counted once, by its first member
+        std::string group;
+        for (uint32_t g : in.group) group += (group.empty() ? "" : ", ") + plan.devices.at(g).device;
+        auto &t = collectiveTotals[{in.op, group}];
+        ++t.count;
+        t.bytes += d.buffers.at(in.inputs.at(0)).bytes;
+        plan::CollectiveShape shape =
+            plan::collectiveShape(d, in.group.at(0), in);
+        uint64_t split = uint64_t(shape.elements) * 4;
+        t.inProcess += collectiveSeconds(shape.kind, in.group.size(), split,
+                                         CollectiveTransport::InProcess);
+        t.mpi += collectiveSeconds(shape.kind, in.group.size(), split, CollectiveTransport::Mpi);
+        break;
+      }
       }
     }
     char saved[32] = "0%";
@@ -49,13 +76,20 @@ void printPlanStats(const plan::Plan &plan, std::ostream &os) {
                         double(d.noReuseBytes));
     os << "device " << d.device << ": " << count(d.instrs.size(), "instruction") << " ("
        << count(kernels, "kernel") << ", " << count(sends, "send") << ", " << count(recvs, "recv")
-       << "), arena peak "
+       << (collectives ? ", " + count(collectives, "collective") : std::string()) << "), arena peak "
        << byteSizeText(d.arenaBytes) << " (no reuse " << byteSizeText(d.noReuseBytes) << ", saved "
        << saved << "), persistent " << byteSizeText(d.persistentBytes) << "\n";
   }
   for (const auto &[pair, t] : transfers)
     os << "transfer " << pair.first << " -> " << pair.second << ": " << t.first << " per step, "
        << byteSizeText(t.second) << "\n";
+  for (const auto &[key, t] : collectiveTotals) {
+    char cost[128];
+    std::snprintf(cost, sizeof cost, "predicted %.1f us in process, %.1f us over MPI",
+                  t.inProcess * 1e6, t.mpi * 1e6);
+    os << "collective " << key.first << " over [" << key.second << "]: " << t.count
+       << " per step, " << byteSizeText(t.bytes) << " from each member; " << cost << "\n";
+  }
 }
 
 } // namespace mpc::codegen

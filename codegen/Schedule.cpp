@@ -22,6 +22,11 @@
 //   * a receive sits just before the first instruction that uses it, so the
 //     device computes other work while the data is in flight (when the value
 //     is forwarded by another copy, or has no user, it stays at its position).
+//   * a collective (all_reduce, ...) is one instruction per member device,
+//     all at one key: the position of its first member node. Every member
+//     uses every contribution, so each contribution is ready on its device
+//     before that key. Its channel ids follow those numbered before it
+//     (plan/Collective.h).
 // Each device runs the instructions of the global order that are its own.
 //
 // Why this cannot deadlock. Sends never block (channels are unbounded) and a
@@ -31,16 +36,20 @@
 // after its source in topological order). Take, at any moment, the earliest
 // unfinished instruction in the global order: everything before it on its
 // device is done, and if it is a receive, its send (earlier) is done too; so
-// it can run, and every step makes progress until all devices finish.
+// it can run, and every step makes progress until all devices finish. If
+// it is a collective, every member device has finished what precedes its key
+// too, so every member comes to it, and it completes.
 // plan::verifyPlan re-checks this by simulation on every plan it reads.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/LowerSteps.h"
 
+#include "plan/Collective.h"
 #include "support/Error.h"
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <queue>
 #include <tuple>
 
@@ -112,7 +121,21 @@ void orderNodes(LoweringState &st) {
   std::vector<int> pending(nodes.size(), 0);
   for (const auto &s : succ)
     for (size_t v : s) ++pending[v];
-  std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> ready;
+  // Communication first: a collective, and what only feeds collectives (a
+  // gradient bucket's packing), runs as soon as it is ready, so that it
+  // proceeds while the rest of backward goes on. Otherwise creation order.
+  std::vector<char> urgent(nodes.size(), 0);
+  for (size_t i = nodes.size(); i-- > 0;) {
+    const ir::Node *n = nodes[i].get();
+    if (!n->isOp()) continue;
+    bool only = !succ[i].empty();
+    for (size_t v : succ[i]) only = only && urgent[v];
+    urgent[i] = n->info().has(ir::kCollective) || only;
+  }
+  auto later = [&](size_t a, size_t b) {
+    return urgent[a] != urgent[b] ? urgent[b] > urgent[a] : a > b;
+  };
+  std::priority_queue<size_t, std::vector<size_t>, decltype(later)> ready(later);
   for (size_t i = 0; i < nodes.size(); ++i)
     if (pending[i] == 0) ready.push(i);
   st.topo.clear();
@@ -136,6 +159,16 @@ void scheduleInstructions(LoweringState &st) {
   // Position in the execution order and users, by node id.
   std::vector<size_t> posById(st.graph.idBound());
   for (size_t i = 0; i < st.topo.size(); ++i) posById[size_t(st.topo[i]->id)] = i;
+  // A collective's members (same op, same contributions) share the position
+  // of the first, and its channel ids.
+  using CollectiveKey = std::pair<ir::OpKind, std::vector<const ir::Node *>>;
+  std::map<CollectiveKey, std::vector<const ir::Node *>> collectives;
+  for (const ir::Node *n : st.topo)
+    if (n->isOp() && n->info().has(ir::kCollective))
+      collectives[{n->op, {n->inputs.begin(), n->inputs.end()}}].push_back(n);
+  for (const auto &[key, members] : collectives)
+    for (const ir::Node *m : members) posById[size_t(m->id)] = posById[size_t(members[0]->id)];
+  std::map<CollectiveKey, uint32_t> collectiveChannel;
   auto pos = [&](const ir::Node *n) { return posById[size_t(n->id)]; };
 
   std::vector<std::vector<const ir::Node *>> usersById(st.graph.idBound());
@@ -156,6 +189,25 @@ void scheduleInstructions(LoweringState &st) {
     const ir::Node *n = st.topo[p];
     if (!n->isOp()) continue;
     const ValueSlot &out = st.slotOf(n);
+    if (n->info().has(ir::kCollective)) {
+      plan::Instr in;
+      in.kind = plan::InstrKind::Collective;
+      in.op = n->info().name;
+      for (const ir::Node *c : n->inputs) {
+        const ValueSlot &s = st.slotOf(c);
+        in.group.push_back(s.device);
+        if (s.device == out.device) in.inputs = {s.buffer};
+      }
+      CollectiveKey key{n->op, {n->inputs.begin(), n->inputs.end()}};
+      auto [it, first] = collectiveChannel.emplace(key, nextChannel);
+      if (first) nextChannel += uint32_t(plan::collectiveChannels(in.group.size()));
+      in.channel = it->second;
+      in.output = out.buffer;
+      in.node = n->name;
+      in.action = actionOf(st, n);
+      emit(out.device, {pos(n), kAtPosition, pos(n)}, std::move(in));
+      continue;
+    }
     bool transfer = n->isOp(ir::OpKind::Copy) && n->inputs.size() == 1 &&
                     st.deviceOf(n->inputs[0]) != out.device;
     if (!transfer) {

@@ -28,6 +28,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <set>
 
 namespace mpc::codegen {
@@ -64,7 +65,7 @@ void checkAndCollectDevices(LoweringState &st) {
     devices.insert(*d);
   }
   for (const ir::Node *n : st.topo) {
-    if (!n->isOp() || n->isOp(ir::OpKind::Copy)) continue;
+    if (!n->isOp() || n->isOp(ir::OpKind::Copy) || n->info().has(ir::kCollective)) continue;
     for (const ir::Node *in : n->inputs)
       if (in->device != n->device)
         throw UserError(file, n->where(),
@@ -148,10 +149,24 @@ void describeInterface(LoweringState &st) {
     r.buffer = s.buffer;
     return r;
   };
+  // A data-parallel replica's param or state is a placement of the tensor
+  // it mirrors (plan::TensorRef::mirrors), in replica order (creation order).
+  std::map<std::string, std::vector<plan::Placement>> mirrors;
+  for (const auto &n : g.nodes())
+    if (!n->mirrorOf.empty()) {
+      const ValueSlot &s = st.slotOf(n.get());
+      mirrors[n->mirrorOf].push_back({s.device, s.buffer});
+    }
+  auto tensor = [&](const ir::Node *n) {
+    plan::TensorRef r = ref(n);
+    if (auto it = mirrors.find(n->name); it != mirrors.end()) r.mirrors = it->second;
+    return r;
+  };
   for (const auto &n : g.nodes()) {
+    if (!n->mirrorOf.empty()) continue;
     if (n->kind == ir::NodeKind::Input) st.plan.inputs.push_back(ref(n.get()));
-    if (n->kind == ir::NodeKind::Param) st.plan.params.push_back(ref(n.get()));
-    if (n->kind == ir::NodeKind::State) st.plan.states.push_back(ref(n.get()));
+    if (n->kind == ir::NodeKind::Param) st.plan.params.push_back(tensor(n.get()));
+    if (n->kind == ir::NodeKind::State) st.plan.states.push_back(tensor(n.get()));
   }
   for (const std::string &name : g.outputs) {
     const ir::Node *n = g.find(name);
@@ -209,6 +224,7 @@ void checkInitialValuesFit(const ir::Graph &g) {
   const ir::Node *big = nullptr;
   for (const auto &n : g.nodes()) {
     if (n->kind != ir::NodeKind::Param && n->kind != ir::NodeKind::State) continue;
+    if (!n->mirrorOf.empty()) continue; // its tensor's values
     uint64_t bytes = uint64_t(n->type.numElements()) * 4;
     total += bytes;
     if (bytes > largest) largest = bytes, big = n.get();
@@ -244,10 +260,11 @@ void computeInitialValues(LoweringState &st, uint64_t seed) {
     }
     st.plan.initialValues.push_back(std::move(bytes));
   };
+  // Mirrors take their tensor's values (plan::TensorRef::mirrors).
   for (const auto &n : st.graph.nodes())
-    if (n->kind == ir::NodeKind::Param) add(n.get());
+    if (n->kind == ir::NodeKind::Param && n->mirrorOf.empty()) add(n.get());
   for (const auto &n : st.graph.nodes())
-    if (n->kind == ir::NodeKind::State) add(n.get());
+    if (n->kind == ir::NodeKind::State && n->mirrorOf.empty()) add(n.get());
 }
 
 } // namespace mpc::codegen

@@ -306,6 +306,7 @@ std::unique_ptr<Graph> Graph::clone() const {
   g->loss = loss;
   g->optimizer = optimizer;
   g->pipeline = pipeline;
+  g->dataParallel = dataParallel;
   g->gradients = gradients;
   g->stages = stages;
   std::unordered_map<const Node *, Node *> map;

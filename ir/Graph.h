@@ -87,6 +87,24 @@ inline constexpr const char *kMaxMicrobatchesReason =
     "beyond it compile time grows faster than linearly, and smaller micro-batches only shrink "
     "the GEMMs";
 
+/// Data parallelism (docs/parallelism.md): `replicas` copies of the placed
+/// model, replica r on the model's devices shifted by r times their number,
+/// each taking an equal share of every input's batch; each parameter's
+/// gradient is all-reduced across the replicas before its update.
+/// The most replicas a model may have: a collective's group is at most this
+/// large (ops::OpSchema::kMaxVariadicArity).
+inline constexpr int64_t kMaxReplicas = 64;
+
+struct DataParallelSpec {
+  int64_t replicas = 1;
+  /// 1: ZeRO stage 1, the optimizer state sharded across the replicas.
+  int zero = 0;
+  /// Gradients are all-reduced in buckets of up to this many bytes, in the
+  /// order backward produces them (PyTorch DDP's default, 25 MiB).
+  int64_t bucketBytes = int64_t(25) << 20;
+  bool operator==(const DataParallelSpec &) const = default;
+};
+
 /// The schedules PipelineSpec::schedule may name, in documentation order.
 inline const char *const kPipelineSchedules[] = {"gpipe", "1f1b", "interleaved-1f1b"};
 
@@ -122,6 +140,11 @@ struct Node {
   /// compute (and whose device they share). For State: its parameter.
   std::string origin;
   bool backward = false; ///< created by autodiff
+  /// Param and State of a data-parallel replica r > 0 (passes/BatchSplit.cpp):
+  /// the tensor of replica 0 it mirrors, which it equals bit for bit at
+  /// every step; lowering makes it a placement of that tensor
+  /// (plan::TensorRef::mirrors), not a tensor of its own. "" otherwise.
+  std::string mirrorOf;
   /// Set by the microbatch pass: the micro-batch whose rows this node holds
   /// (its replica index); -1 for nodes shared by every micro-batch.
   int microbatch = -1;
@@ -153,6 +176,7 @@ public:
   std::string loss; ///< "" for a forward-only model
   std::optional<OptimizerSpec> optimizer;
   PipelineSpec pipeline;
+  DataParallelSpec dataParallel;
   /// Filled by autodiff: parameter name -> name of its gradient value.
   GradientMap gradients;
   unsigned stages = 0; ///< GraphStage flags

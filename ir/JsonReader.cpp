@@ -46,11 +46,12 @@ using json = OrderedJson; // what parseStrictJson returns
 const std::vector<std::string> kTopKeys = {"mpc",     "name",      "inputs", "params",
                                            "state",   "nodes",     "loss",   "outputs",
                                            "optimizer", "stages",  "gradients",
-                                           "pipeline"};
+                                           "pipeline",  "data_parallel"};
 const std::vector<std::string> kInputKeys = {"shape", "dtype", "device"};
-const std::vector<std::string> kParamKeys = {"shape",  "dtype",   "init",
+const std::vector<std::string> kParamKeys = {"shape",  "dtype",   "init", "mirror_of",
                                              "device", "lr_mult", "wd_mult"};
-const std::vector<std::string> kStateKeys = {"shape", "dtype", "init", "param", "device"};
+const std::vector<std::string> kStateKeys = {"shape", "dtype", "init", "param", "device",
+                                             "mirror_of"};
 const std::vector<std::string> kNodeKeys = {"name",   "op",       "inputs", "attrs",
                                             "device", "backward", "origin"};
 const std::vector<std::string> kSgdKeys = {"lr", "momentum", "dampening", "nesterov",
@@ -142,6 +143,13 @@ public:
     if (const json *j = find(root, "outputs")) readOutputs(*j);
     if (const json *j = find(root, "optimizer")) readOptimizer(*j);
     if (const json *j = find(root, "pipeline")) readPipeline(*j);
+    if (const json *j = find(root, "data_parallel")) {
+      if (!j->is_number_integer() || j->get<int64_t>() < 1 || j->get<int64_t>() > kMaxReplicas)
+        fail("/data_parallel", "data_parallel must be an integer in [1, " +
+                                   std::to_string(kMaxReplicas) + "] (the replicas of the " +
+                                   "model), got " + describeJson(*j));
+      g_->dataParallel.replicas = j->get<int64_t>();
+    }
     g_->stages = kShaped;
     if (const json *j = find(root, "stages")) readStages(*j);
     if (const json *j = find(root, "gradients")) readGradients(*j);
@@ -391,6 +399,7 @@ private:
       n->jsonPath = ptr;
       n->lrMult = readMult(obj, ptr, "lr_mult", who);
       n->wdMult = readMult(obj, ptr, "wd_mult", who);
+      n->mirrorOf = readMirrorOf(obj, ptr, who);
     }
   }
 
@@ -429,7 +438,18 @@ private:
       Node *n = g_->addState(name, TensorType{dt, shape}, init, param);
       n->device = dev;
       n->jsonPath = ptr;
+      n->mirrorOf = readMirrorOf(obj, ptr, who);
     }
+  }
+
+  /// "mirror_of" of a data-parallel replica's param or state: the name of
+  /// the tensor it mirrors (the verifier checks what it names).
+  std::string readMirrorOf(const json &obj, const std::string &ptr, const std::string &who) const {
+    const json *m = find(obj, "mirror_of");
+    if (!m) return "";
+    std::string name = expectString(*m, ptr + "/mirror_of", "\"mirror_of\" of " + who);
+    if (name.empty()) fail(ptr + "/mirror_of", "\"mirror_of\" of " + who + " is empty");
+    return name;
   }
 
   /// Reads one attribute value as the type its schema declares.

@@ -107,6 +107,7 @@ json leafJson(const Node &n) {
   if (!n.device.empty()) j["device"] = n.device;
   if (n.lrMult != 1.0) j["lr_mult"] = n.lrMult;
   if (n.wdMult != 1.0) j["wd_mult"] = n.wdMult;
+  if (!n.mirrorOf.empty()) j["mirror_of"] = n.mirrorOf;
   return j;
 }
 
@@ -186,6 +187,8 @@ std::string writeModelJson(const Graph &graph) {
   if (graph.pipeline != PipelineSpec{})
     tail.emplace_back("pipeline", json{{"microbatches", graph.pipeline.microbatches},
                                        {"schedule", graph.pipeline.schedule}});
+  if (graph.dataParallel.replicas != 1)
+    tail.emplace_back("data_parallel", graph.dataParallel.replicas);
   if (graph.stages) {
     json s = json::array();
     for (GraphStage st : allGraphStages())
@@ -251,6 +254,7 @@ std::string diffNodes(const Node &a, const Node &b) {
     return who + "init " + (a.init ? a.init->str() : "none") + " vs " +
            (b.init ? b.init->str() : "none");
   if (a.origin != b.origin) return who + "origin " + q(a.origin) + " vs " + q(b.origin);
+  if (a.mirrorOf != b.mirrorOf) return who + "mirror_of '" + a.mirrorOf + "' vs '" + b.mirrorOf + "'";
   if (a.lrMult != b.lrMult || a.wdMult != b.wdMult)
     return who + "lr_mult, wd_mult " + attrValueStr(a.lrMult) + ", " + attrValueStr(a.wdMult) +
            " vs " + attrValueStr(b.lrMult) + ", " + attrValueStr(b.wdMult);
@@ -276,6 +280,7 @@ std::string diffGraphs(const Graph &a, const Graph &b) {
   if (a.loss != b.loss) return "loss " + q(a.loss) + " vs " + q(b.loss);
   if (a.optimizer != b.optimizer) return "optimizer differs";
   if (a.pipeline != b.pipeline) return "pipeline differs";
+  if (a.dataParallel != b.dataParallel) return "data parallelism differs";
   if (a.stages != b.stages)
     return "stages " + std::to_string(a.stages) + " vs " + std::to_string(b.stages);
   if (a.gradients != b.gradients) return "gradients differ";

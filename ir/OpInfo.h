@@ -33,6 +33,7 @@ struct Node;
 using ops::FlopsFn;
 using ops::InferFn;
 using ops::kBroadcasts;
+using ops::kCollective;
 using ops::kElementwise;
 using ops::kLeafConst;
 using ops::kOptimizer;
@@ -90,6 +91,7 @@ void addOptimizerRules(RuleTable &table);
 void addRandomRules(RuleTable &table);
 void addConvRules(RuleTable &table);
 void addPoolRules(RuleTable &table);
+void addCollectiveRules(RuleTable &table);
 
 /// The mask stream of a dropout node: its `key` attribute, or its own name
 /// when that is empty (ir/ops/Random.cpp).

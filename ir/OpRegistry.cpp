@@ -30,6 +30,7 @@ std::vector<OpInfo> buildTable() {
   addOptimizerRules(rules);
   addConvRules(rules);
   addPoolRules(rules);
+  addCollectiveRules(rules);
 
   std::vector<OpInfo> table;
   table.reserve(kNumOps);

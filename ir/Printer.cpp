@@ -25,6 +25,7 @@ std::string leafAttrs(const Node &n) {
   if (n.kind == NodeKind::State) parts.push_back("param=" + n.origin);
   // Multipliers only where they differ from 1, so that most models print as before.
   if (n.lrMult != 1.0) parts.push_back("lr_mult=" + attrValueStr(n.lrMult));
+  if (!n.mirrorOf.empty()) parts.push_back("mirror_of=" + attrValueStr(n.mirrorOf));
   if (n.wdMult != 1.0) parts.push_back("wd_mult=" + attrValueStr(n.wdMult));
   std::string s;
   for (size_t i = 0; i < parts.size(); ++i) s += (i ? ", " : "") + parts[i];

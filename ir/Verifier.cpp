@@ -12,10 +12,13 @@
 #include "ir/Verifier.h"
 
 #include "ir/Builder.h"
+#include "ir/Collectives.h"
 #include "ir/Device.h"
 #include "support/Error.h"
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <unordered_set>
@@ -38,6 +41,7 @@ public:
     if (g_.has(kShaped))
       for (const Node *n : sound) checkType(*n);
     checkLossAndOutputs();
+    checkMirrors();
     if (acyclic) {
       if (g_.has(kPlaced)) checkPlaced();
       if (g_.has(kCopiesExplicit)) checkCopies();
@@ -184,12 +188,32 @@ private:
         report(*n, n->device.empty() ? std::string("not placed (graph claims placed)")
                                      : "device '" + n->device +
                                            "' is not concrete (graph claims placed)");
+    for (const CollectiveProblem &p : checkCollectives(g_)) report(*p.node, p.message);
+  }
+
+  /// A mirror (a data-parallel replica's param or state) names a tensor of
+  /// its own kind and type that mirrors nothing, on another device.
+  void checkMirrors() {
+    for (const auto &n : g_.nodes()) {
+      if (n->mirrorOf.empty()) continue;
+      const Node *m = g_.find(n->mirrorOf);
+      if (n->kind != NodeKind::Param && n->kind != NodeKind::State)
+        report(*n, "only a param or state mirrors another tensor");
+      else if (!m || m->kind != n->kind)
+        report(*n, "mirrors '" + n->mirrorOf + "', which is not a " + nodeKindName(n->kind));
+      else if (!m->mirrorOf.empty())
+        report(*n, "mirrors '" + m->name + "', itself a mirror of '" + m->mirrorOf + "'");
+      else if (m->type != n->type)
+        report(*n, "mirrors '" + m->name + "' of type " + m->type.str() + " with type " +
+                       n->type.str());
+    }
   }
 
   void checkCopies() {
     std::map<std::pair<const Node *, std::string>, const Node *> copies;
     for (const auto &n : g_.nodes()) {
       if (!n->isOp()) continue;
+      if (n->info().has(kCollective)) continue; // checkPlaced's
       if (n->info().has(kTransfer)) {
         if (n->inputs.size() != 1) continue; // arity reported
         const Node *src = n->inputs[0];

@@ -35,6 +35,7 @@ std::vector<OpSchema> buildTable() {
   addOptimizerSchemas(records);
   addConvSchemas(records);
   addPoolSchemas(records);
+  addCollectiveSchemas(records);
 
   std::vector<OpSchema> table;
   table.reserve(kNumOps);

@@ -36,6 +36,10 @@ enum OpTrait : unsigned {
   kOptimizer = 1u << 3,
   kTransfer = 1u << 4,    ///< moves its operand to the node's device (copy)
   kLeafConst = 1u << 5,   ///< no operands; produces a constant (fill)
+  /// One member of a collective (ops/Collective.h): operand i is the
+  /// contribution of the group's device i, and may live on another device
+  /// than the node; not a kernel (plans run it as a collective instruction).
+  kCollective = 1u << 6,
 };
 
 /// Shape/dtype rule: the result type from the operand types and the attributes
@@ -114,5 +118,6 @@ void addOptimizerSchemas(std::vector<OpSchema> &table);
 void addRandomSchemas(std::vector<OpSchema> &table);
 void addConvSchemas(std::vector<OpSchema> &table);
 void addPoolSchemas(std::vector<OpSchema> &table);
+void addCollectiveSchemas(std::vector<OpSchema> &table);
 
 } // namespace mpc::ops

@@ -65,7 +65,7 @@ public:
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       ir::Node *n = *it;
       if (!n->isOp() || users[n] > 0 || n->name == graph.loss ||
-          n->info().has(ir::kOptimizer) || outputs.count(n->name))
+          n->info().has(ir::kOptimizer) || n->info().has(ir::kCollective) || outputs.count(n->name))
         continue;
       dead.insert(n);
       for (size_t i = 0; i < n->inputs.size(); ++i)

@@ -1,9 +1,10 @@
 //===- passes/InsertCopies.cpp - explicit, deduplicated copies ----------===//
 //
 // Invariant established (kCopiesExplicit): an op consumes a value produced on
-// another device only when it is a `copy`, and there is at most one copy per
-// (value, destination device). Loss and outputs are fetched from wherever
-// they sit and need no copy.
+// another device only when it is a `copy` or a collective (whose operands
+// are its group's contributions, one per device: ops/Collective.h), and there
+// is at most one copy per (value, destination device). Loss and outputs are
+// fetched from wherever they sit and need no copy.
 //
 // Algorithm:
 //   1. Index the existing copies by (source value, destination device) so
@@ -54,7 +55,10 @@ public:
     bool changed = false;
     ir::Builder b(g);
     for (Node *user : order) {
-      if (!user->isOp() || user->isOp(ir::OpKind::Copy)) continue;
+      // A collective's operands are its group's contributions, each on its
+      // own device: the collective moves them, not copies.
+      if (!user->isOp() || user->isOp(ir::OpKind::Copy) || user->info().has(ir::kCollective))
+        continue;
       for (Node *&operand : user->inputs) {
         if (operand->device == user->device) continue;
         auto key = std::pair<const Node *, std::string>{operand, user->device};

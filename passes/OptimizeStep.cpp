@@ -28,6 +28,8 @@
 #include "ir/Builder.h"
 #include "support/Error.h"
 
+#include <map>
+
 namespace mpc::passes {
 
 using ir::Graph;
@@ -65,6 +67,10 @@ public:
     for (const auto &n : g.nodes())
       if (n->kind == ir::NodeKind::Param && g.gradients.count(n->name)) params.push_back(n.get());
 
+    // A data-parallel replica's state mirrors its parameter's original's
+    // (Node::mirrorOf): (param, slot) -> state, filled in creation order,
+    // in which an original comes before its mirrors.
+    std::map<std::pair<std::string, std::string>, const Node *> states;
     for (Node *p : params) {
       Node *grad = g.find(g.gradients.at(p->name));
       MPC_ASSERT(grad, "gradient '" + g.gradients.at(p->name) + "' of '" + p->name +
@@ -73,6 +79,13 @@ public:
         Node *s = g.addState(g.uniqueName(p->name + "." + opt.kind + "." + slot), type,
                              ir::InitSpec{ir::InitSpec::Zeros}, p->name);
         s->device = p->device;
+        states[{p->name, slot}] = s;
+        if (!p->mirrorOf.empty()) {
+          auto original = states.find({p->mirrorOf, slot});
+          MPC_ASSERT(original != states.end(),
+                     "mirror '" + p->name + "' before its parameter '" + p->mirrorOf + "'");
+          s->mirrorOf = original->second->name;
+        }
         ctx.count("optimize-step", "state-tensors");
         return s;
       };

@@ -42,11 +42,21 @@ struct PassOptions {
   /// --microbatches / --schedule overrides of the model's "pipeline".
   std::optional<int64_t> microbatches;
   std::optional<std::string> schedule;
+  /// --data-parallel / --zero / --bucket-size overrides of the model's
+  /// "data_parallel" (docs/parallelism.md).
+  std::optional<int64_t> dataParallel;
+  std::optional<int> zero;
+  std::optional<int64_t> bucketBytes;
 };
 
 /// The model's pipeline settings with the flags applied; throws UserError on
 /// an unknown schedule.
 ir::PipelineSpec effectivePipeline(const ir::Graph &g, const PassOptions &opts);
+
+/// The model's data parallelism with the flags applied; throws UserError on
+/// a replica count out of range, --zero=1 without replicas, or a bucket
+/// size below one byte.
+ir::DataParallelSpec effectiveDataParallel(const ir::Graph &g, const PassOptions &opts);
 
 /// Named counters a pass reports (copies inserted, copies reused, ...).
 struct PassStatistic {

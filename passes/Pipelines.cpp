@@ -10,11 +10,16 @@
 //                     each micro-batch updates them in turn)
 //   4. microbatch     with more than one micro-batch: one replica of the
 //                     batched forward graph per micro-batch (after placement,
-//                     so that every replica has its stage's device)
+//                     so that every replica has its stage's device);
+//      data-parallel  instead, with R > 1 replicas: R replicas of the placed
+//                     model on their own devices, each split into its
+//                     micro-batches
 //   5. insert-copies  explicit, deduplicated copies on cross-device edges
 // and, when the model has a loss:
 //   6. autodiff       the backward graph (copies' gradients are copies back)
 //   7. insert-copies  copies for backward edges that cross devices
+//      reduce-gradients  (data parallel) each gradient all-reduced across
+//                     the replicas
 //   8. optimize-step  optimizer state and in-place updates, colocated
 //
 //===----------------------------------------------------------------------===//
@@ -43,6 +48,34 @@ ir::PipelineSpec effectivePipeline(const ir::Graph &g, const PassOptions &opts) 
   return spec;
 }
 
+ir::DataParallelSpec effectiveDataParallel(const ir::Graph &g, const PassOptions &opts) {
+  ir::DataParallelSpec spec = g.dataParallel;
+  if (opts.dataParallel) spec.replicas = *opts.dataParallel;
+  if (opts.zero) spec.zero = *opts.zero;
+  if (opts.bucketBytes) spec.bucketBytes = *opts.bucketBytes;
+  const char *where = opts.dataParallel ? "--data-parallel" : "/data_parallel";
+  if (spec.replicas < 1 || spec.replicas > ir::kMaxReplicas)
+    throw UserError(g.sourceFile, where,
+                    "data parallelism needs 1 to " + std::to_string(ir::kMaxReplicas) +
+                        " replicas, got " + std::to_string(spec.replicas));
+  if (spec.zero != 0 && spec.zero != 1)
+    throw UserError(g.sourceFile, "--zero",
+                    "ZeRO stage " + std::to_string(spec.zero) + " is not supported (0 or 1)");
+  if (spec.zero == 1 && spec.replicas == 1)
+    throw UserError(g.sourceFile, "--zero",
+                    "--zero=1 shards the optimizer state across data-parallel replicas: it "
+                    "needs --data-parallel=R with R > 1");
+  if (spec.zero == 1)
+    throw UserError(g.sourceFile, "--zero",
+                    "ZeRO stage 1 (sharded optimizer state) is not available yet; train "
+                    "without --zero: plain data parallelism computes the same values");
+  if (spec.bucketBytes < 1)
+    throw UserError(g.sourceFile, "--bucket-size",
+                    "a gradient bucket must hold at least one byte, got " +
+                        std::to_string(spec.bucketBytes));
+  return spec;
+}
+
 std::string defaultPipeline(const ir::Graph &graph, const PassOptions &options) {
   std::string p = "infer-shapes,canonicalize,place";
   for (const auto &n : graph.nodes())
@@ -50,9 +83,13 @@ std::string defaultPipeline(const ir::Graph &graph, const PassOptions &options) 
       p += ",batch-norm-stats";
       break;
     }
-  if (effectivePipeline(graph, options).microbatches > 1) p += ",microbatch";
+  bool dataParallel = effectiveDataParallel(graph, options).replicas > 1;
+  if (dataParallel) p += ",data-parallel";
+  else if (effectivePipeline(graph, options).microbatches > 1) p += ",microbatch";
   p += ",insert-copies";
-  if (!graph.loss.empty()) p += ",autodiff,insert-copies,optimize-step";
+  if (!graph.loss.empty())
+    p += dataParallel ? ",autodiff,insert-copies,reduce-gradients,optimize-step"
+                      : ",autodiff,insert-copies,optimize-step";
   return p;
 }
 

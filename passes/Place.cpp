@@ -31,6 +31,7 @@
 #include "passes/AutoPlace.h"
 #include "passes/Pass.h"
 
+#include "ir/Collectives.h"
 #include "ir/Device.h"
 #include "support/Error.h"
 
@@ -220,6 +221,12 @@ public:
         changed = true;
       }
     }
+    // Collectives can run only if every device of each group takes part.
+    std::vector<ir::CollectiveProblem> problems = ir::checkCollectives(g);
+    if (!problems.empty())
+      throw UserError(g.sourceFile, problems[0].node->where(),
+                      problems[0].node->describe() + " on '" + problems[0].node->device +
+                          "': " + problems[0].message);
     if (!g.has(ir::kPlaced)) {
       g.stages |= ir::kPlaced;
       changed = true;

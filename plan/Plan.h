@@ -56,6 +56,12 @@ enum class InstrKind : uint8_t {
   Kernel = 0, ///< output = op(inputs...); optimizer ops also update inputs in place
   Send = 1,   ///< send buffer inputs[0] to device `peer` on `channel`
   Recv = 2,   ///< receive into buffer `output` from device `peer` on `channel`
+  /// op ("all_reduce", "reduce_scatter", "all_gather") over the devices
+  /// `group`, in order, this one among them: contributes buffer inputs[0],
+  /// gets buffer `output`. Its messages use the channel ids from `channel`
+  /// on (plan/Collective.h). Every member of the group runs it, with the
+  /// same op, group and channel.
+  Collective = 3,
 };
 
 /// The pipeline schedule action an instruction belongs to (pipelined plans
@@ -87,6 +93,7 @@ struct Instr {
   uint32_t peer = 0;            ///< Send/Recv: the other device's index in Plan::devices
   std::string node;             ///< IR node this instruction came from (for dump/errors)
   Action action;                ///< pipelined plans: the schedule action
+  std::vector<uint32_t> group;  ///< Collective: the members' device indices, in order
 };
 
 struct DeviceProgram {
@@ -98,6 +105,14 @@ struct DeviceProgram {
   std::vector<Instr> instrs;
 };
 
+/// Where a tensor lives: a device and a persistent buffer on it.
+struct Placement {
+  uint32_t device = 0; ///< index in Plan::devices
+  uint32_t buffer = 0; ///< buffer id on that device
+  // Spelled out: CUDA translation units include this header as C++17.
+  bool operator==(const Placement &o) const { return device == o.device && buffer == o.buffer; }
+};
+
 /// A named tensor visible to the user: an input, output, param, state or the loss.
 struct TensorRef {
   std::string name;
@@ -105,6 +120,11 @@ struct TensorRef {
   std::vector<int64_t> shape;
   uint32_t device = 0; ///< index in Plan::devices
   uint32_t buffer = 0; ///< buffer id on that device (Persistent region)
+  /// Params and states of a data-parallel plan: the same tensor on the other
+  /// replicas' devices, equal to it bit for bit at every step. A runtime
+  /// writes every placement (initial values, --init, --resume) and reads
+  /// the first (device, buffer).
+  std::vector<Placement> mirrors;
   int64_t numElements() const {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;

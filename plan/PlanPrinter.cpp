@@ -57,7 +57,11 @@ std::string valueName(const DeviceProgram &d, uint32_t id) {
 
 void printRef(const Plan &plan, const char *what, const TensorRef &r, std::ostream &os) {
   os << what << " %" << r.name << " : " << typeText(r.dtype, r.shape) << " @"
-     << deviceName(plan, r.device) << " b" << r.buffer << "\n";
+     << deviceName(plan, r.device) << " b" << r.buffer;
+  for (size_t i = 0; i < r.mirrors.size(); ++i)
+    os << (i ? ", " : " mirrored @") << deviceName(plan, r.mirrors[i].device) << " b"
+       << r.mirrors[i].buffer;
+  os << "\n";
 }
 
 void printInstr(const Plan &plan, const DeviceProgram &d, size_t i, const Instr &in, std::ostream &os) {
@@ -92,6 +96,22 @@ void printInstr(const Plan &plan, const DeviceProgram &d, size_t i, const Instr 
     os << "recv " << valueName(d, in.output) << " <- " << deviceName(plan, in.peer) << " #ch"
        << in.channel << "\n";
     break;
+  case InstrKind::Collective: {
+    // %g.sum = all_reduce(%g @b3) over [cpu:0, cpu:1] : f32[4,2] @b5 #ch4
+    os << valueName(d, in.output) << " = " << in.op << "("
+       << (in.inputs.empty() ? "%<none>" : valueName(d, in.inputs[0]) + " @b" +
+                                               std::to_string(in.inputs[0]))
+       << ") over [";
+    for (size_t k = 0; k < in.group.size(); ++k)
+      os << (k ? ", " : "") << deviceName(plan, in.group[k]);
+    os << "]";
+    if (in.output < d.buffers.size()) {
+      const Buffer &b = d.buffers[in.output];
+      os << " : " << typeText(b.dtype, b.shape);
+    }
+    os << " @b" << in.output << " #ch" << in.channel << "\n";
+    break;
+  }
   }
 }
 

@@ -230,8 +230,16 @@ public:
       in.output = u32(field(j, "output", ptr), ptr + "/output");
       in.peer = u32(field(j, "peer", ptr), ptr + "/peer");
       in.channel = u32(field(j, "channel", ptr), ptr + "/channel");
+    } else if (kind == "collective") {
+      in.kind = InstrKind::Collective;
+      in.op = str(field(j, "op", ptr), ptr + "/op");
+      in.group = ids(field(j, "group", ptr), ptr + "/group");
+      in.inputs = ids(field(j, "inputs", ptr), ptr + "/inputs");
+      in.output = u32(field(j, "output", ptr), ptr + "/output");
+      in.channel = u32(field(j, "channel", ptr), ptr + "/channel");
     } else {
-      fail(ptr + "/kind", "unknown instruction kind '" + kind + "' (expected kernel, send or recv)");
+      fail(ptr + "/kind",
+           "unknown instruction kind '" + kind + "' (expected kernel, send, recv or collective)");
     }
     if (auto it = j.find("action"); it != j.end()) {
       const json &a = array(*it, ptr + "/action");
@@ -252,6 +260,15 @@ public:
     r.shape = shape(field(j, "shape", ptr), ptr + "/shape");
     r.device = u32(field(j, "device", ptr), ptr + "/device");
     r.buffer = u32(field(j, "buffer", ptr), ptr + "/buffer");
+    if (auto it = j.find("mirrors"); it != j.end()) {
+      const json &a = array(*it, ptr + "/mirrors");
+      for (size_t i = 0; i < a.size(); ++i) {
+        std::string mp = ptr + "/mirrors/" + std::to_string(i);
+        std::vector<uint32_t> pair = ids(a[i], mp);
+        if (pair.size() != 2) fail(mp, "expected [device, buffer]");
+        r.mirrors.push_back({pair[0], pair[1]});
+      }
+    }
     return r;
   }
 

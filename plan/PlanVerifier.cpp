@@ -8,21 +8,26 @@
 // sharing bytes while both are live (save a kernel's result that takes over
 // exactly the bytes of an operand dying at that kernel, the in-place reuse of
 // codegen/InPlace.cpp), send/recv pairs matched
-// one to one by channel with consistent peers and equal types, tensor refs
+// one to one by channel with consistent peers and equal types, collectives
+// run by every member of their group with one op, group and contribution
+// type, channel ids that no two instructions share, tensor refs
 // pointing at persistent buffers of their type, initial values sized by their
 // tensors, persistent buffers that never share bytes, an op table equal to
 // this build's op schemas, kernels with their operand counts, every declared
 // attribute with its type and a result buffer of the type their op's shape
 // rule gives (OpSignatures.h), and a schedule that cannot deadlock (a
-// simulation with sends that never block and receives that wait). Problems
+// simulation with sends that never block, receives that wait, and
+// collectives that wait for their whole group). Problems
 // are reported, all of them, as "PATH: message" with a JSON-pointer-like
 // path into the plan.
 //
 //===----------------------------------------------------------------------===//
 #include "ops/Type.h"
+#include "plan/Collective.h"
 #include "plan/OpSignatures.h"
 #include "plan/PlanFormat.h"
 #include "plan/PlanIO.h"
+#include "support/Error.h"
 
 #include <algorithm>
 #include <iterator>
@@ -173,7 +178,59 @@ struct Verifier {
           ok = false;
         }
         break;
+      case InstrKind::Collective:
+        if (in.inputs.size() != 1) {
+          report(ip() + "/inputs", "a collective takes exactly one buffer, got " +
+                                       std::to_string(in.inputs.size()));
+          ok = false;
+        }
+        checkId(in.output, output);
+        ok = checkGroup(di, in, ip()) && ok;
+        break;
       }
+    }
+    return ok;
+  }
+
+  /// A collective's op and group: a known collective, members that are
+  /// devices of the plan, each once, this device among them, and channel ids
+  /// that fit in 32 bits.
+  bool checkGroup(size_t di, const Instr &in, const std::string &ip) {
+    bool ok = true;
+    if (!collectiveKind(in.op)) {
+      report(ip + "/op", "'" + in.op + "' is not a collective (expected all_reduce, " +
+                             "reduce_scatter or all_gather)");
+      ok = false;
+    }
+    if (in.group.empty() || in.group.size() > size_t(ops::OpSchema::kMaxVariadicArity)) {
+      report(ip + "/group", "a group of " + std::to_string(in.group.size()) +
+                                " devices (a collective has 1 to " +
+                                std::to_string(ops::OpSchema::kMaxVariadicArity) + ")");
+      return false;
+    }
+    size_t self = 0;
+    for (size_t k = 0; k < in.group.size(); ++k) {
+      uint32_t g = in.group[k];
+      std::string gp = ip + "/group/" + std::to_string(k);
+      if (g >= plan.devices.size()) {
+        report(gp, "device " + std::to_string(g) + " does not exist");
+        ok = false;
+      } else if (std::find(in.group.begin(), in.group.begin() + long(k), g) !=
+                 in.group.begin() + long(k)) {
+        report(gp, plan.devices[g].device + " is in the group twice");
+        ok = false;
+      }
+      if (g == di) ++self;
+    }
+    if (self != 1) {
+      report(ip + "/group", plan.devices[di].device + " runs a collective of a group it is not in");
+      ok = false;
+    }
+    if (uint64_t(in.channel) + collectiveChannels(in.group.size()) > (uint64_t(1) << 32)) {
+      report(ip + "/channel", "channel ids from " + std::to_string(in.channel) +
+                                  " for a group of " + std::to_string(in.group.size()) +
+                                  " run past 2^32");
+      ok = false;
     }
     return ok;
   }
@@ -340,6 +397,98 @@ struct Verifier {
     size_t device, instr;
   };
 
+  static std::string instrPath(size_t di, size_t i) {
+    return "/devices/" + std::to_string(di) + "/instrs/" + std::to_string(i);
+  }
+
+  /// The members of each collective, by base channel: every device of the
+  /// group runs it once, with the same op and group; the contributions have
+  /// one type and each member's result the type ops::collectiveResult gives.
+  /// The channel ids of collectives, sends and receives do not overlap.
+  /// Returns false when they are inconsistent (no deadlock check then).
+  bool checkCollectives(const std::map<uint32_t, End> &sends, const std::map<uint32_t, End> &recvs) {
+    bool ok = true;
+    std::map<uint32_t, std::vector<End>> members;
+    for (size_t di = 0; di < plan.devices.size(); ++di)
+      for (size_t i = 0; i < plan.devices[di].instrs.size(); ++i)
+        if (plan.devices[di].instrs[i].kind == InstrKind::Collective)
+          members[plan.devices[di].instrs[i].channel].push_back({di, i});
+    // Channel id ranges, in order of their start: [first, last] and who owns it.
+    std::map<uint64_t, std::pair<uint64_t, std::string>> ranges;
+    auto claim = [&](uint64_t first, uint64_t last, const std::string &path) {
+      auto next = ranges.lower_bound(first);
+      const std::pair<const uint64_t, std::pair<uint64_t, std::string>> *clash = nullptr;
+      if (next != ranges.end() && next->first <= last) clash = &*next;
+      else if (next != ranges.begin() && std::prev(next)->second.first >= first) clash = &*std::prev(next);
+      if (clash) {
+        report(path + "/channel", "channel ids " + std::to_string(first) + " to " +
+                                      std::to_string(last) + " overlap those of " +
+                                      clash->second.second);
+        ok = false;
+        return;
+      }
+      ranges.emplace(first, std::pair{last, path});
+    };
+    for (const auto &[ch, ends] : members) {
+      const Instr &first = plan.devices[ends[0].device].instrs[ends[0].instr];
+      std::string fp = instrPath(ends[0].device, ends[0].instr);
+      claim(ch, ch + collectiveChannels(first.group.size()) - 1, fp);
+      const Buffer &x0 = plan.devices[ends[0].device].buffers[first.inputs[0]];
+      for (const End &e : ends) {
+        const Instr &in = plan.devices[e.device].instrs[e.instr];
+        std::string ep = instrPath(e.device, e.instr);
+        if (in.op != first.op || in.group != first.group) {
+          report(ep, in.op + " on channel " + std::to_string(ch) + " differs from the " +
+                         first.op + " of " + fp + " in its op or group");
+          ok = false;
+          continue;
+        }
+        const DeviceProgram &d = plan.devices[e.device];
+        const Buffer &x = d.buffers[in.inputs[0]], &y = d.buffers[in.output];
+        if (x.dtype != x0.dtype || x.shape != x0.shape) {
+          report(ep + "/inputs/0", in.op + " on channel " + std::to_string(ch) + " contributes " +
+                                       typeText(x.dtype, x.shape) + " where " + fp +
+                                       " contributes " + typeText(x0.dtype, x0.shape));
+          ok = false;
+          continue;
+        }
+        if (!shapesOk) continue;
+        try {
+          ops::TensorType want = ops::collectiveResult(*collectiveKind(in.op), {x.dtype, x.shape},
+                                                       in.group.size());
+          if (want.dtype != y.dtype || want.shape != y.shape) {
+            report(ep + "/output", in.op + " over " + std::to_string(in.group.size()) +
+                                       " devices of " + typeText(x.dtype, x.shape) + " gives " +
+                                       want.str() + ", but its result buffer is " +
+                                       typeText(y.dtype, y.shape));
+            ok = false;
+          }
+        } catch (const RuleError &err) {
+          report(ep, err.what());
+          ok = false;
+        }
+      }
+      for (uint32_t g : first.group)
+        if (std::none_of(ends.begin(), ends.end(), [&](const End &e) { return e.device == g; })) {
+          report(fp, first.op + " on channel " + std::to_string(ch) + " has no member on " +
+                         plan.devices[g].device + ", which is in its group");
+          ok = false;
+        }
+      for (size_t a = 0; a < ends.size(); ++a)
+        for (size_t b = 0; b < a; ++b)
+          if (ends[a].device == ends[b].device) {
+            report(instrPath(ends[a].device, ends[a].instr),
+                   "a second collective on channel " + std::to_string(ch) + " on " +
+                       plan.devices[ends[a].device].device);
+            ok = false;
+          }
+    }
+    for (const auto &[ch, e] : sends) claim(ch, ch, instrPath(e.device, e.instr));
+    for (const auto &[ch, e] : recvs)
+      if (!sends.count(ch)) claim(ch, ch, instrPath(e.device, e.instr));
+    return ok;
+  }
+
   /// Returns false when channels are inconsistent (no deadlock check then).
   bool checkChannels() {
     std::map<uint32_t, End> sends, recvs;
@@ -348,7 +497,7 @@ struct Verifier {
       const DeviceProgram &d = plan.devices[di];
       for (size_t i = 0; i < d.instrs.size(); ++i) {
         const Instr &in = d.instrs[i];
-        if (in.kind == InstrKind::Kernel) continue;
+        if (in.kind == InstrKind::Kernel || in.kind == InstrKind::Collective) continue;
         auto &ends = in.kind == InstrKind::Send ? sends : recvs;
         std::string ip = "/devices/" + std::to_string(di) + "/instrs/" + std::to_string(i);
         if (!ends.emplace(in.channel, End{di, i}).second) {
@@ -388,14 +537,19 @@ struct Verifier {
                "receive on channel " + std::to_string(ch) + " has no matching send");
         ok = false;
       }
-    return ok;
+    return checkCollectives(sends, recvs) && ok;
   }
 
-  /// Runs every device's list with non-blocking sends and blocking receives.
+  /// Runs every device's list with non-blocking sends and blocking receives;
+  /// a collective is a meeting: no member leaves it before every member of
+  /// its group has come to it (which is more than its messages need, so a
+  /// plan that passes cannot deadlock on them).
   void checkDeadlock() {
     size_t n = plan.devices.size();
     std::vector<size_t> pc(n, 0);
     std::map<uint32_t, bool> sent;
+    std::map<uint32_t, size_t> arrived; // collective channel -> members at it
+    std::vector<bool> waiting(n, false); // device counted in `arrived`
     for (bool progress = true; progress;) {
       progress = false;
       for (size_t di = 0; di < n; ++di) {
@@ -404,19 +558,61 @@ struct Verifier {
           const Instr &in = instrs[pc[di]];
           if (in.kind == InstrKind::Recv && !sent[in.channel]) break;
           if (in.kind == InstrKind::Send) sent[in.channel] = true;
+          if (in.kind == InstrKind::Collective) {
+            if (!waiting[di]) {
+              waiting[di] = true;
+              ++arrived[in.channel];
+              progress = true;
+            }
+            if (arrived[in.channel] < in.group.size()) break;
+            waiting[di] = false; // the last to leave needs no count
+          }
           ++pc[di];
           progress = true;
         }
       }
     }
-    for (size_t di = 0; di < n; ++di)
-      if (pc[di] < plan.devices[di].instrs.size())
-        report("/devices/" + std::to_string(di) + "/instrs/" + std::to_string(pc[di]),
-               "the schedule deadlocks: " + plan.devices[di].device + " waits forever on channel " +
-                   std::to_string(plan.devices[di].instrs[pc[di]].channel));
+    for (size_t di = 0; di < n; ++di) {
+      if (pc[di] >= plan.devices[di].instrs.size()) continue;
+      const Instr &in = plan.devices[di].instrs[pc[di]];
+      std::string msg = "the schedule deadlocks: " + plan.devices[di].device;
+      if (in.kind == InstrKind::Collective) {
+        std::string absent;
+        for (uint32_t g : in.group) {
+          const auto &gi = plan.devices[g].instrs;
+          if (pc[g] >= gi.size() || gi[pc[g]].kind != InstrKind::Collective ||
+              gi[pc[g]].channel != in.channel)
+            absent += (absent.empty() ? "" : ", ") + plan.devices[g].device;
+        }
+        msg += " waits forever in " + in.op + " on channel " + std::to_string(in.channel) +
+               " for " + absent + " (the members of a group must run their collectives in " +
+               "the same order)";
+      } else {
+        msg += " waits forever on channel " + std::to_string(in.channel);
+      }
+      report(instrPath(di, pc[di]), msg);
+    }
   }
 
   void checkRef(const TensorRef &r, const std::string &path) {
+    checkPlacement(r, {r.device, r.buffer}, path);
+    for (size_t i = 0; i < r.mirrors.size(); ++i) {
+      std::string mp = path + "/mirrors/" + std::to_string(i);
+      const Placement &m = r.mirrors[i];
+      bool twice = m.device == r.device;
+      for (size_t j = 0; j < i; ++j) twice = twice || r.mirrors[j].device == m.device;
+      if (twice && m.device < plan.devices.size())
+        report(mp + "/0", "'" + r.name + "' has two placements on " + plan.devices[m.device].device);
+      checkPlacement(r, m, mp);
+    }
+  }
+
+  /// `r`'s placement `at` (its own, or a mirror at `path`): a persistent
+  /// buffer of its type.
+  void checkPlacement(const TensorRef &ref, Placement at, const std::string &path) {
+    TensorRef r = ref;
+    r.device = at.device;
+    r.buffer = at.buffer;
     if (r.device >= plan.devices.size()) {
       report(path + "/device", "device " + std::to_string(r.device) + " does not exist");
       return;

@@ -41,6 +41,7 @@ const char *kindName(InstrKind k) {
   case InstrKind::Kernel: return "kernel";
   case InstrKind::Send: return "send";
   case InstrKind::Recv: return "recv";
+  case InstrKind::Collective: return "collective";
   }
   return "?";
 }
@@ -79,6 +80,7 @@ void writeInstr(CborWriter &w, const Instr &in) {
   bool hasAction = in.action.kind != Action::None;
   size_t fields = in.kind == InstrKind::Kernel ? 6 : 2;
   if (in.kind == InstrKind::Send || in.kind == InstrKind::Recv) fields = 5;
+  if (in.kind == InstrKind::Collective) fields = 7;
   w.beginMap(fields + hasAction);
   if (hasAction) {
     w.key("action");
@@ -116,15 +118,28 @@ void writeInstr(CborWriter &w, const Instr &in) {
     w.key("output").writeUnsigned(in.output);
     w.key("peer").writeUnsigned(in.peer);
     return;
+  case InstrKind::Collective:
+    w.key("channel").writeUnsigned(in.channel);
+    w.key("group").writeInts(in.group);
+    w.key("inputs").writeInts(in.inputs);
+    kindAndNode();
+    w.key("op").writeString(in.op);
+    w.key("output").writeUnsigned(in.output);
+    return;
   }
   kindAndNode();
 }
 
 void writeRef(CborWriter &w, const TensorRef &r) {
-  w.beginMap(5);
+  w.beginMap(r.mirrors.empty() ? 5 : 6);
   w.key("buffer").writeUnsigned(r.buffer);
   w.key("device").writeUnsigned(r.device);
   w.key("dtype").writeString(dtypeName(r.dtype));
+  if (!r.mirrors.empty()) {
+    w.key("mirrors");
+    w.beginArray(r.mirrors.size());
+    for (const Placement &m : r.mirrors) w.writeInts(std::vector<uint32_t>{m.device, m.buffer});
+  }
   w.key("name").writeString(r.name);
   w.key("shape").writeInts(r.shape);
 }

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace mpc::plan {
 
@@ -38,5 +39,15 @@ struct TransferWalk {
 };
 
 TransferWalk walkTransfers(const Plan &plan);
+
+/// One channel of a verified plan: the devices at its two ends. Channels of
+/// a send/recv pair, and every message channel of a collective
+/// (plan/Collective.h): what a transport sets up before the first step.
+struct ChannelRoute {
+  uint32_t channel = 0;
+  uint32_t from = 0, to = 0; ///< device indices
+};
+/// Every channel of `plan`, ordered by id.
+std::vector<ChannelRoute> channelRoutes(const Plan &plan);
 
 } // namespace mpc::plan

@@ -88,10 +88,8 @@ size_t idleLimitOf(const plan::Plan &plan) {
 } // namespace
 
 ChannelTransport::ChannelTransport(const plan::Plan &plan) : pool_(idleLimitOf(plan)) {
-  for (const plan::DeviceProgram &dev : plan.devices)
-    for (const plan::Instr &in : dev.instrs)
-      if (in.kind != plan::InstrKind::Kernel && !channels_.count(in.channel))
-        channels_.emplace(in.channel, std::make_unique<Channel>(pool_));
+  for (const plan::ChannelRoute &r : plan::channelRoutes(plan))
+    channels_.emplace(r.channel, std::make_unique<Channel>(pool_));
 }
 
 ChannelTransport::ChannelTransport(const std::vector<uint32_t> &channels, size_t idleLimit)

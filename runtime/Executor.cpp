@@ -26,10 +26,16 @@ namespace {
 void checkNoDeadlock(const plan::Plan &plan, const plan::TransferWalk &walk) {
   if (!walk.stuck) return;
   const plan::Instr &in = plan.devices[walk.device].instrs[walk.instr];
+  bool collective = in.kind == plan::InstrKind::Collective;
   throw UserError("", "device " + plan.devices[walk.device].device + ", instruction " +
-                          std::to_string(walk.instr) + " (recv '" + in.node + "')",
-                  "the plan deadlocks: this receive on channel " + std::to_string(in.channel) +
-                      " waits for a send that never comes");
+                          std::to_string(walk.instr) + " (" + (collective ? in.op : "recv") +
+                          " '" + in.node + "')",
+                  collective ? "the plan deadlocks: this collective on channel " +
+                                   std::to_string(in.channel) +
+                                   " waits for a member of its group that never comes to it"
+                             : "the plan deadlocks: this receive on channel " +
+                                   std::to_string(in.channel) +
+                                   " waits for a send that never comes");
 }
 
 /// The cores this process may run on (its affinity mask, which a container
@@ -119,12 +125,13 @@ void Executor::makeGroups(unsigned threads) {
     groups_.push_back(std::move(group));
   }
   // A thread running several devices sleeps on one word that every message
-  // to them bumps.
+  // to them bumps (receives' and collectives' messages alike).
+  std::vector<plan::ChannelRoute> routes = plan::channelRoutes(plan_);
   for (auto &g : groups_) {
     if (g->devices.size() < 2) continue;
-    for (uint32_t d : g->devices)
-      for (const plan::Instr &in : plan_.devices[d].instrs)
-        if (in.kind == plan::InstrKind::Recv) transport_->watch(in.channel, g->arrivals);
+    for (const plan::ChannelRoute &r : routes)
+      if (std::find(g->devices.begin(), g->devices.end(), r.to) != g->devices.end())
+        transport_->watch(r.channel, g->arrivals);
   }
 }
 
@@ -224,21 +231,23 @@ void Executor::step() {
   }
 }
 
-Backend &Executor::backendOf(const plan::TensorRef &tensor) {
-  MPC_ASSERT(hosts(tensor), "tensor '" + tensor.name + "' is on a device of another process");
-  return *backends_[tensor.device];
-}
-
 void Executor::write(const plan::TensorRef &tensor, const void *src, size_t bytes) {
   MPC_ASSERT(bytes == size_t(tensor.numElements()) * 4,
              "size mismatch writing '" + tensor.name + "'");
-  backendOf(tensor).upload(tensor.buffer, src, bytes);
+  MPC_ASSERT(hosts(tensor), "tensor '" + tensor.name + "' is on devices of other processes");
+  // Every placement here: a data-parallel replica's copy starts equal.
+  if (hosts(tensor.device)) backends_[tensor.device]->upload(tensor.buffer, src, bytes);
+  for (const plan::Placement &m : tensor.mirrors)
+    if (hosts(m.device)) backends_[m.device]->upload(m.buffer, src, bytes);
 }
 
 void Executor::read(const plan::TensorRef &tensor, void *dst, size_t bytes) {
   MPC_ASSERT(bytes == size_t(tensor.numElements()) * 4,
              "size mismatch reading '" + tensor.name + "'");
-  backendOf(tensor).download(tensor.buffer, dst, bytes);
+  MPC_ASSERT(hosts(tensor), "tensor '" + tensor.name + "' is on devices of other processes");
+  if (hosts(tensor.device)) return backends_[tensor.device]->download(tensor.buffer, dst, bytes);
+  for (const plan::Placement &m : tensor.mirrors)
+    if (hosts(m.device)) return backends_[m.device]->download(m.buffer, dst, bytes);
 }
 
 std::vector<float> Executor::readFloats(const plan::TensorRef &tensor) {

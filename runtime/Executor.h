@@ -106,7 +106,13 @@ public:
   bool hosts(uint32_t device) const {
     return device < backends_.size() && backends_[device] != nullptr;
   }
-  bool hosts(const plan::TensorRef &tensor) const { return hosts(tensor.device); }
+  /// A tensor is here when one of its placements is (plan::TensorRef::mirrors).
+  bool hosts(const plan::TensorRef &tensor) const {
+    if (hosts(tensor.device)) return true;
+    for (const plan::Placement &m : tensor.mirrors)
+      if (hosts(m.device)) return true;
+    return false;
+  }
   /// Sum of every device's counters.
   DeviceStats stats() const;
   /// Instructions of one step, all devices together.
@@ -130,7 +136,6 @@ private:
   void runGroup(Group &g);
   void runInTurn(Group &g);
   void checkUsable() const;
-  Backend &backendOf(const plan::TensorRef &tensor);
 
   plan::Plan plan_;
   std::vector<std::unique_ptr<Backend>> backends_;

@@ -42,7 +42,8 @@ void CpuDevice::fail(uint32_t instr, const std::string &message) const {
   if (program_ && instr < program_->instrs.size()) {
     const plan::Instr &in = program_->instrs[instr];
     where += ", instruction " + std::to_string(instr);
-    if (in.kind == plan::InstrKind::Kernel) where += " (" + in.op;
+    if (in.kind == plan::InstrKind::Kernel || in.kind == plan::InstrKind::Collective)
+      where += " (" + in.op;
     else where += in.kind == plan::InstrKind::Send ? " (send" : " (recv";
     if (!in.node.empty()) where += " '" + in.node + "'";
     where += ")";
@@ -90,6 +91,15 @@ void CpuDevice::load(const plan::Plan &plan, uint32_t device) {
   const CpuKernelRegistry &registry = cpuKernels();
   kernels_.clear();
   steps_.clear();
+  collectives_.clear();
+  collectiveCursor_ = 0;
+  // One work space for every collective (they run one at a time), sized
+  // first: the steps point into it.
+  size_t collectiveFloats = 0;
+  for (const plan::Instr &in : prog.instrs)
+    if (in.kind == plan::InstrKind::Collective)
+      collectiveFloats = std::max(collectiveFloats, collectiveScratchFloats(plan, device, in));
+  collectiveScratch_.assign(collectiveFloats, 0.f);
   kernels_.reserve(prog.instrs.size());
   for (uint32_t i = 0; i < prog.instrs.size(); ++i) {
     const plan::Instr &in = prog.instrs[i];
@@ -106,6 +116,12 @@ void CpuDevice::load(const plan::Plan &plan, uint32_t device) {
       s.channel = in.channel;
       break;
     }
+    case plan::InstrKind::Collective:
+      // Op, group, buffers and types: proven by plan::verifyPlan.
+      s.kernel = collectives_.size();
+      collectives_.push_back(expandCollective(plan, device, in, bufferPtr_[in.inputs[0]],
+                                              bufferPtr_[in.output], collectiveScratch_.data()));
+      break;
     case plan::InstrKind::Kernel: {
       const CpuKernel *kernel = registry.find(in.op);
       if (!kernel) fail(i, missingKernelMessage(in.op, "cpu", registry.names()));
@@ -194,6 +210,10 @@ template <bool Poll> bool CpuDevice::run(Transport &transport, int64_t step, siz
         transport.recv(s.channel, s.data, s.bytes);
       }
       stats_.bytesReceived += s.bytes;
+      break;
+    case plan::InstrKind::Collective:
+      if (!runCollective(transport, collectives_[s.kernel], collectiveCursor_, Poll, stats_))
+        return false;
       break;
     }
   }

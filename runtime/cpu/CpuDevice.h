@@ -10,6 +10,7 @@
 #pragma once
 
 #include "runtime/Backend.h"
+#include "runtime/Collective.h"
 #include "runtime/cpu/CpuKernel.h"
 
 #include <memory>
@@ -39,7 +40,7 @@ private:
   struct Step {
     plan::InstrKind kind;
     uint32_t instr = 0;    ///< index in the device's list (diagnostics)
-    size_t kernel = 0;     ///< index in kernels_ (Kernel)
+    size_t kernel = 0;     ///< index in kernels_ (Kernel) or collectives_ (Collective)
     void *data = nullptr;  ///< Send/Recv buffer
     size_t bytes = 0;
     uint32_t channel = 0;
@@ -59,6 +60,11 @@ private:
   std::vector<uint64_t> bufferBytes_;
   std::vector<KernelInstance> kernels_;
   std::vector<float> scratch_; ///< the kernels' shared f32 work space (KernelInstance::floats)
+  /// Each collective instruction's steps (runtime/Collective.h), and where
+  /// the one in progress stands when the device paused inside it.
+  std::vector<std::vector<CollectiveStep>> collectives_;
+  size_t collectiveCursor_ = 0;
+  std::vector<float> collectiveScratch_;
   int64_t step_ = 0; ///< the running step's number (KernelInstance::step points here)
   std::vector<Step> steps_;
   DeviceStats stats_;

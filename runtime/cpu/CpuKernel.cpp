@@ -12,6 +12,7 @@ const CpuKernelRegistry &cpuKernels() {
   static const CpuKernelRegistry registry = [] {
     CpuKernelRegistry r("cpu");
 #define MPC_OP(Kind, Name, Family) r.add(Name, kernels::Family::Kind);
+#define MPC_COLLECTIVE(Kind, Name)
 #include "ops/OpList.def"
     return r;
   }();

@@ -96,6 +96,7 @@ namespace kernels {
   namespace Family {                                                                         \
   extern const CpuKernel Kind;                                                               \
   }
+#define MPC_COLLECTIVE(Kind, Name)
 #include "ops/OpList.def"
 } // namespace kernels
 

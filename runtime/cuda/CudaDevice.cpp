@@ -110,6 +110,11 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
   bool anyMatmul = false;
   for (size_t i = 0; i < prog.instrs.size(); ++i) {
     const plan::Instr &in = prog.instrs[i];
+    if (in.kind == plan::InstrKind::Collective)
+      throw UserError("", "device " + prog.device + ", instruction " + std::to_string(i) + " (" +
+                              in.op + " '" + in.node + "')",
+                      "collectives do not run on GPU devices yet; place the model on CPU "
+                      "devices (cpu:N) to run it");
     if (in.kind == plan::InstrKind::Send) {
       const plan::Buffer &b = bufs[in.inputs[0]];
       stagingOffset[i] = stagingBytes;
@@ -208,6 +213,8 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
     case plan::InstrKind::Recv:
       a.bytes = bufs[in.output].bytes;
       a.ptr = ptrs_[in.output];
+      break;
+    case plan::InstrKind::Collective: // refused above
       break;
     }
     actions_.push_back(std::move(a));
@@ -340,6 +347,8 @@ void CudaBackend::runStep(Transport &transport, int64_t step) {
         cudaCheck(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
       }
       stats_.bytesReceived += a.bytes;
+      break;
+    case plan::InstrKind::Collective: // refused at load
       break;
     }
     ++stats_.instructions;

@@ -37,19 +37,10 @@ int tagUpperBound(MPI_Comm comm) {
 
 MpiTransport::MpiTransport(const plan::Plan &plan, const std::vector<int> &rankOf, MPI_Comm comm)
     : comm_(comm) {
-  std::unordered_map<uint32_t, Route> routes;
-  for (size_t d = 0; d < plan.devices.size(); ++d)
-    for (const plan::Instr &in : plan.devices[d].instrs) {
-      if (in.kind == plan::InstrKind::Kernel) continue;
-      Route &r = routes.try_emplace(in.channel, Route{in.channel, -1, -1}).first->second;
-      (in.kind == plan::InstrKind::Send ? r.from : r.to) = rankOf[d];
-    }
+  // Send/recv pairs and collectives' messages alike (plan::channelRoutes).
   std::vector<Route> list;
-  for (const auto &[id, r] : routes) {
-    MPC_ASSERT(r.from >= 0 && r.to >= 0,
-               "channel " + std::to_string(id) + " lacks a sender or a receiver");
-    list.push_back(r);
-  }
+  for (const plan::ChannelRoute &r : plan::channelRoutes(plan))
+    list.push_back(Route{r.channel, rankOf[r.from], rankOf[r.to]});
   // The local channels' buffers are bounded as a one-process run's are
   // (over the whole plan: an upper bound for this rank's share).
   plan::TransferWalk walk = plan::walkTransfers(plan);

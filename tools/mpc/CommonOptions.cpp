@@ -49,6 +49,22 @@ void CommonOptions::addTo(CLI::App &cmd) {
                  "the model's \"pipeline\"; docs/pipelining.md)")
       ->check(CLI::IsMember(std::vector<std::string>(std::begin(ir::kPipelineSchedules),
                                                      std::end(ir::kPipelineSchedules))));
+  cmd.add_option_function<int64_t>(
+         "--data-parallel", [this](int64_t r) { dataParallel = r; },
+         "Make R replicas of the placed model, replica r on its devices shifted by r times their "
+         "number (or the next devices of --devices), each taking 1/R of every input's batch; "
+         "gradients are all-reduced before the update (overrides the model's "
+         "\"data_parallel\"; default 1; docs/parallelism.md)")
+      ->transform(integerIn(1, uint64_t(ir::kMaxReplicas),
+                            "a collective's group holds at most that many devices"));
+  cmd.add_option_function<int64_t>(
+         "--zero", [this](int64_t z) { zero = int(z); },
+         "1: shard the optimizer state across the data-parallel replicas (ZeRO stage 1); "
+         "default 0")
+      ->transform(integerIn(0, 1));
+  cmd.add_option("--bucket-size", bucketSize,
+                 "Gradients are all-reduced in buckets of up to this size, in the order backward "
+                 "produces them, e.g. 25MiB (the default, PyTorch DDP's)");
 }
 
 std::vector<OutputTarget> CommonOptions::outputTargets() const {
@@ -84,6 +100,15 @@ passes::PassOptions CommonOptions::passOptions() const {
   if (lrGiven) o.lr = lr;
   o.microbatches = microbatches;
   if (!schedule.empty()) o.schedule = schedule;
+  o.dataParallel = dataParallel;
+  o.zero = zero;
+  if (!bucketSize.empty()) {
+    int64_t bytes = parseByteSize(bucketSize, "--bucket-size");
+    if (bytes < 1)
+      throw UserError("", "--bucket-size",
+                      "a gradient bucket must hold at least one byte, got '" + bucketSize + "'");
+    o.bucketBytes = bytes;
+  }
   o.stats = stats;
   return o;
 }

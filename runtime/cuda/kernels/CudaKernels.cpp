@@ -14,6 +14,7 @@ const KernelRegistry<CudaKernel> &cudaKernels() {
   static const KernelRegistry<CudaKernel> registry = [] {
     KernelRegistry<CudaKernel> r("cuda");
 #define MPC_OP(Kind, Name, Family) r.add(Name, kernels::Family::Kind);
+#define MPC_COLLECTIVE(Kind, Name)
 #include "ops/OpList.def"
     return r;
   }();

@@ -69,6 +69,7 @@ namespace kernels {
   namespace Family {                                                                         \
   extern const CudaKernel Kind;                                                              \
   }
+#define MPC_COLLECTIVE(Kind, Name)
 #include "ops/OpList.def"
 } // namespace kernels
 

@@ -74,7 +74,7 @@ struct PlanBuilder {
   }
   plan::TensorRef ref(uint32_t dev, uint32_t buf) {
     const plan::Buffer &b = p.devices[dev].buffers[buf];
-    return plan::TensorRef{b.name, b.dtype, b.shape, dev, buf};
+    return plan::TensorRef{b.name, b.dtype, b.shape, dev, buf, {}};
   }
 };
 
@@ -204,10 +204,10 @@ TEST(Executor, DeadlockingPlanRejectedAtLoad) {
   uint32_t r0 = b.buffer(d0, "r", plan::DType::F32, {1}, plan::Region::Arena);
   uint32_t a1 = b.buffer(d1, "c", plan::DType::F32, {1}, plan::Region::Persistent);
   uint32_t r1 = b.buffer(d1, "d", plan::DType::F32, {1}, plan::Region::Arena);
-  plan::Instr recv0{plan::InstrKind::Recv, "", {}, {}, r0, 1, 1, "r", {}};
-  plan::Instr send0{plan::InstrKind::Send, "", {}, {a0}, 0, 0, 1, "d", {}};
-  plan::Instr recv1{plan::InstrKind::Recv, "", {}, {}, r1, 0, 0, "d", {}};
-  plan::Instr send1{plan::InstrKind::Send, "", {}, {a1}, 0, 1, 0, "r", {}};
+  plan::Instr recv0{plan::InstrKind::Recv, "", {}, {}, r0, 1, 1, "r", {}, {}};
+  plan::Instr send0{plan::InstrKind::Send, "", {}, {a0}, 0, 0, 1, "d", {}, {}};
+  plan::Instr recv1{plan::InstrKind::Recv, "", {}, {}, r1, 0, 0, "d", {}, {}};
+  plan::Instr send1{plan::InstrKind::Send, "", {}, {a1}, 0, 1, 0, "r", {}, {}};
   b.p.devices[d0].instrs = {recv0, send0};
   b.p.devices[d1].instrs = {recv1, send1};
   try {

@@ -308,7 +308,8 @@ INSTANTIATE_TEST_SUITE_P(AllOps, CudaKernelAlias, ::testing::ValuesIn(aliasCases
 TEST(CudaKernelCoverage, EveryOpHasACudaKernel) {
   std::vector<std::string> missing;
   for (const ir::OpInfo &info : ir::allOps())
-    if (!cudaKernels().find(info.name)) missing.push_back(info.name);
+    if (!info.has(ir::kCollective) && !cudaKernels().find(info.name)) // collectives: instructions
+      missing.push_back(info.name);
   EXPECT_TRUE(missing.empty()) << "no cuda kernel for " << ::testing::PrintToString(missing);
 }
 
