@@ -20,48 +20,25 @@
 //      build/bench/mpc-pipeline-bench
 //
 //===----------------------------------------------------------------------===//
+#include "bench/BenchMain.h"
 #include "bench/BenchUtil.h"
+#include "bench/MlpModel.h"
 #include "codegen/Lower.h"
 #include "compiler/Compile.h"
 #include "runtime/Executor.h"
-#include "runtime/cpu/BlasCore.h"
 
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 #include <random>
-#include <sstream>
 
 namespace {
 
 using namespace mpc;
 using bench::Clock;
+using bench::mlpModelJson;
 using bench::fillInputs;
 using bench::secondsPerStep;
-
-/// A chain of `layers` dense tanh layers of width `width`, layer l on device
-/// group "s<l * stages / layers>", mse loss, SGD.
-std::string mlpJson(int batch, int width, int layers, int stages) {
-  std::ostringstream os;
-  os << R"({"mpc": 1, "name": "mlp", "inputs": {"x": {"shape": [)" << batch << "," << width
-     << R"(]}, "y": {"shape": [)" << batch << "," << width << R"(]}}, "params": {)";
-  auto group = [&](int l) { return "s" + std::to_string(l * stages / layers); };
-  for (int l = 0; l < layers; ++l)
-    os << (l ? "," : "") << "\"w" << l << R"(": {"shape": [)" << width << "," << width
-       << R"(], "init": {"xavier": {"magnitude": 1.0}}, "device": ")" << group(l) << "\"}";
-  os << R"(}, "nodes": [)";
-  std::string in = "x";
-  for (int l = 0; l < layers; ++l) {
-    std::string h = "h" + std::to_string(l), a = "a" + std::to_string(l);
-    os << (l ? "," : "") << R"({"name": ")" << h << R"(", "op": "matmul", "inputs": [")" << in
-       << R"(", "w)" << l << R"("], "device": ")" << group(l) << "\"},"
-       << R"({"name": ")" << a << R"(", "op": "tanh", "inputs": [")" << h << "\"]}";
-    in = a;
-  }
-  os << R"(,{"name": "loss", "op": "mse_loss", "inputs": [")" << in << R"(", "y"]}],)"
-     << R"("loss": "loss", "optimizer": {"sgd": {"lr": 0.001}}})";
-  return os.str();
-}
 
 struct Compiled {
   std::unique_ptr<ir::Graph> graph;
@@ -84,7 +61,7 @@ constexpr int kBatch = 512, kWidth = 1024, kLayers = 4;
 
 void PipelinedMlpStep(benchmark::State &state) {
   const int64_t m = state.range(0);
-  const std::string json = mlpJson(kBatch, kWidth, kLayers, 2);
+  const std::string json = mlpModelJson(kBatch, kWidth, kLayers, 2);
   runtime::Executor one(compile(json, 1, "1f1b", {{"s0", "cpu:0"}, {"s1", "cpu:0"}}).plan);
   fillInputs(one);
   double oneDevice = secondsPerStep(one, 1.0);
@@ -113,7 +90,7 @@ BENCHMARK(PipelinedMlpStep)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMi
     ->UseRealTime()->MinTime(2.0);
 
 void StageZeroArena(benchmark::State &state) {
-  const std::string json = mlpJson(4096, 256, 8, 4);
+  const std::string json = mlpModelJson(4096, 256, 8, 4);
   uint64_t ofob = 0, gpipe = 0;
   for (auto _ : state) {
     ofob = compile(json, 16, "1f1b").plan.devices[0].arenaBytes;
@@ -127,13 +104,4 @@ BENCHMARK(StageZeroArena)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 } // namespace
 
-// OpenBLAS with the kernels this CPU has, as `mpc run` gets them
-// (runtime/cpu/BlasCore.h), then Google Benchmark's usual main.
-int main(int argc, char **argv) {
-  mpc::runtime::cpu::reexecWithFittingBlasCore(argv);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char **argv) { return mpc::bench::runBenchmarks(argc, argv); }
