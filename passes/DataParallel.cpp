@@ -113,6 +113,19 @@ public:
       throw UserError(g.sourceFile, "--data-parallel",
                       "data-parallel needs a placed graph: run 'place' first");
     if (isBatchSplit(g)) return changed;
+    // Each replica would update batch_norm's running statistics from its own
+    // rows, and the replicas' copies, mirrors of one tensor, would drift
+    // apart.
+    bool updatesStatistics = false;
+    for (const auto &n : g.nodes()) updatesStatistics |= n->isOp(ir::OpKind::BatchNormUpdate);
+    for (const auto &n : g.nodes())
+      if (updatesStatistics && n->isOp(ir::OpKind::BatchNorm))
+        throw UserError(g.sourceFile, n->where(),
+                        n->describe() + " updates its running statistics in training, which "
+                                        "data-parallel replicas cannot share yet (each would "
+                                        "update them from its own rows); train without "
+                                        "--data-parallel, or with the statistics fixed "
+                                        "(use_global_stats)");
     ir::PipelineSpec pipe = effectivePipeline(g, ctx.options);
     g.pipeline = pipe;
     BatchSplit split;
