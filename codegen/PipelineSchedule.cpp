@@ -134,6 +134,21 @@ private:
     }
     for (int &m : mb_)
       if (m == kNone) m = kFloating;
+    // A forward copy that feeds floating nodes only (a data-parallel
+    // replica's loss part moving to replica 0's device for the full-batch
+    // sum) floats too: as an action of replica 0's device it would tie that
+    // device's sequence to replica r's progress.
+    auto users = st_.graph.userMap();
+    for (auto it = st_.topo.rbegin(); it != st_.topo.rend(); ++it) {
+      const ir::Node *n = *it;
+      size_t i = indexOf(n);
+      if (!n->isOp(ir::OpKind::Copy) || n->backward || mb_[i] == kFloating) continue;
+      auto u = users.find(n);
+      if (u == users.end() || u->second.empty()) continue;
+      bool feedsFloating = true;
+      for (const ir::Node *x : u->second) feedsFloating = feedsFloating && mb_[indexOf(x)] == kFloating;
+      if (feedsFloating) mb_[i] = kFloating;
+    }
   }
 
   /// Virtual stages of forward nodes, then of backward nodes by origin.

@@ -380,8 +380,9 @@ private:
 void splitBatch(Graph &g, const BatchSplit &split) { BatchSplitter(g, split).run(); }
 
 bool isBatchSplit(const Graph &g) {
+  // Mirrors survive the JSON form (Node::microbatch does not).
   for (const auto &n : g.nodes())
-    if (n->microbatch >= 0) return true;
+    if (n->microbatch >= 0 || !n->mirrorOf.empty()) return true;
   return false;
 }
 

@@ -29,7 +29,8 @@ struct BatchSplit {
 /// Splits the placed forward graph `g` (before autodiff) as `split` says.
 void splitBatch(ir::Graph &g, const BatchSplit &split);
 
-/// Whether `g` was split already (a node holds one part of the batch).
+/// Whether `g` was split already (a node holds one part of the batch, or
+/// mirrors a data-parallel replica's tensor).
 bool isBatchSplit(const ir::Graph &g);
 
 } // namespace mpc::passes

@@ -186,6 +186,16 @@ struct Verifier {
         }
         checkId(in.output, output);
         ok = checkGroup(di, in, ip()) && ok;
+        // A member reads its contribution while it writes its result.
+        if (in.inputs.size() == 1 && validBuffer(d, in.inputs[0]) && validBuffer(d, in.output)) {
+          const Buffer &x = d.buffers[in.inputs[0]], &y = d.buffers[in.output];
+          if (x.id == y.id || (x.region == y.region && x.offset < y.offset + y.bytes &&
+                               y.offset < x.offset + x.bytes && x.bytes && y.bytes)) {
+            report(ip() + "/output", "a collective's result '" + y.name +
+                                         "' shares bytes with its contribution '" + x.name + "'");
+            ok = false;
+          }
+        }
         break;
       }
     }

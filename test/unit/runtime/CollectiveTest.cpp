@@ -6,8 +6,8 @@
 // in-process transport, with every member's bits equal. The verifier refuses
 // each way a plan file can get a collective wrong: members in another order
 // (a deadlock), a member missing, another group or op, a device twice in the
-// group, channel ids shared with another instruction, a result of the wrong
-// type.
+// group, channel ids shared with another instruction, a result over its own
+// contribution, a result of the wrong type.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Compile.h"
@@ -184,6 +184,14 @@ TEST(Collective, GroupsOpsAndChannelsMustAgree) {
     for (size_t d = 0; d < 3; ++d) p.devices[d].instrs[collectiveAt(p, d, "all_gather")].channel = to;
     std::string why = problems(p);
     EXPECT_NE(why.find("overlap those of"), std::string::npos) << why;
+  }
+  {
+    // The result written over the contribution it reads.
+    plan::Plan p = collectivePlan();
+    plan::Instr &in = p.devices[1].instrs[collectiveAt(p, 1, "all_reduce")];
+    in.output = in.inputs[0];
+    std::string why = problems(p);
+    EXPECT_NE(why.find("shares bytes with its contribution"), std::string::npos) << why;
   }
   {
     // A result buffer of another type: the reduce_scatter's part as an all_reduce.
