@@ -29,6 +29,7 @@ TransferWalk walkTransfers(const Plan &plan) {
   // Collectives meet (plan/Collective.h): members at each one, and whether a
   // device is counted at the one it stands at.
   std::unordered_map<uint32_t, size_t> arrived;
+  std::unordered_map<uint32_t, uint64_t> collectiveSent; // bytes, members so far
   std::vector<bool> counted(plan.devices.size(), false);
   for (bool progress = true; progress;) {
     progress = false;
@@ -44,7 +45,8 @@ TransferWalk walkTransfers(const Plan &plan) {
           }
           if (arrived[in.channel] < in.group.size()) break;
           counted[d] = false;
-          // Its sends are in flight together, at most until its receives.
+          // Every member's sends are in flight together, at most until the
+          // receives of the collective: the members' totals add up.
           if (in.inputs.size() == 1 && in.inputs[0] < dev.buffers.size() &&
               in.output < dev.buffers.size() && collectiveKind(in.op)) {
             uint64_t sent = 0;
@@ -55,7 +57,9 @@ TransferWalk walkTransfers(const Plan &plan) {
                 sent += m.bytes;
                 walk.largestMessage = std::max(walk.largestMessage, m.bytes);
               }
-            walk.peakBytesInFlight = std::max(walk.peakBytesInFlight, inFlight + sent);
+            uint64_t &all = collectiveSent[in.channel];
+            all += sent;
+            walk.peakBytesInFlight = std::max(walk.peakBytesInFlight, inFlight + all);
             walk.kernelElements += uint64_t(dev.buffers[in.output].numElements());
           }
         } else if (in.kind == InstrKind::Recv) {
