@@ -9,12 +9,6 @@
 
 namespace mpc::runtime {
 
-namespace {
-
-constexpr size_t kElementBytes = 4; // f32 and i32
-
-} // namespace
-
 size_t collectiveScratchFloats(const plan::Plan &plan, uint32_t device, const plan::Instr &in) {
   plan::CollectiveShape s = plan::collectiveShape(plan.devices[device], device, in);
   if (s.kind == ops::OpKind::AllGather) return 0;
@@ -26,6 +20,7 @@ std::vector<CollectiveStep> expandCollective(const plan::Plan &plan, uint32_t de
                                              void *result, float *scratch) {
   plan::CollectiveShape s = plan::collectiveShape(plan.devices[device], device, in);
   std::vector<plan::CollectiveMessage> messages = plan::collectiveMessages(in, s);
+  const size_t elementBytes = size_t(s.elementBytes);
   const uint8_t *src = static_cast<const uint8_t *>(contribution);
   uint8_t *dst = static_cast<uint8_t *>(result);
   size_t r = in.group.size();
@@ -33,8 +28,8 @@ std::vector<CollectiveStep> expandCollective(const plan::Plan &plan, uint32_t de
   // Where this member's part of the result lies: all of it for
   // reduce_scatter, its part of the whole for the others.
   uint8_t *myPart =
-      s.kind == ops::OpKind::ReduceScatter ? dst : dst + size_t(mine.begin) * kElementBytes;
-  size_t partBytes = size_t(mine.size()) * kElementBytes;
+      s.kind == ops::OpKind::ReduceScatter ? dst : dst + size_t(mine.begin) * elementBytes;
+  size_t partBytes = size_t(mine.size()) * elementBytes;
 
   std::vector<CollectiveStep> steps;
   auto each = [&](int phase, bool send, auto fn) {
@@ -44,12 +39,12 @@ std::vector<CollectiveStep> expandCollective(const plan::Plan &plan, uint32_t de
   if (s.kind != ops::OpKind::AllGather) {
     // Phase 0: parts out, then this member's part summed in group order.
     each(0, true, [&](const plan::CollectiveMessage &m) {
-      steps.push_back({CollectiveStep::Send, m.channel, src + size_t(m.part.begin) * kElementBytes,
+      steps.push_back({CollectiveStep::Send, m.channel, src + size_t(m.part.begin) * elementBytes,
                        nullptr, size_t(m.bytes)});
     });
     std::vector<plan::CollectiveMessage> in0;
     each(0, false, [&](const plan::CollectiveMessage &m) { in0.push_back(m); });
-    const uint8_t *local = src + size_t(mine.begin) * kElementBytes;
+    const uint8_t *local = src + size_t(mine.begin) * elementBytes;
     for (size_t i = 0, next = 0; i < r; ++i) {
       if (i == s.member) {
         steps.push_back(i == 0 ? CollectiveStep{CollectiveStep::Copy, 0, local, myPart, partBytes}
@@ -74,7 +69,7 @@ std::vector<CollectiveStep> expandCollective(const plan::Plan &plan, uint32_t de
   });
   each(1, false, [&](const plan::CollectiveMessage &m) {
     steps.push_back({CollectiveStep::Recv, m.channel, nullptr,
-                     dst + size_t(m.part.begin) * kElementBytes, size_t(m.bytes)});
+                     dst + size_t(m.part.begin) * elementBytes, size_t(m.bytes)});
   });
   return steps;
 }
@@ -99,10 +94,10 @@ bool runCollective(Transport &transport, const std::vector<CollectiveStep> &step
     case CollectiveStep::Copy:
       if (s.bytes) std::memcpy(s.dst, s.src, s.bytes);
       break;
-    case CollectiveStep::Add: {
+    case CollectiveStep::Add: { // f32: the reducing collectives' one type
       float *d = static_cast<float *>(s.dst);
       const float *a = static_cast<const float *>(s.src);
-      for (size_t k = 0, n = s.bytes / kElementBytes; k < n; ++k) d[k] += a[k];
+      for (size_t k = 0, n = s.bytes / sizeof(float); k < n; ++k) d[k] += a[k];
       break;
     }
     }
