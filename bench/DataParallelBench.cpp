@@ -27,7 +27,6 @@
 #include "bench/MlpModel.h"
 #include "codegen/CollectiveCost.h"
 #include "compiler/Compile.h"
-#include "plan/Collective.h"
 #include "runtime/Executor.h"
 
 #include <benchmark/benchmark.h>
@@ -59,12 +58,9 @@ double predictedAllReduce(const plan::Plan &p) {
   double s = 0;
   for (uint32_t d = 0; d < p.devices.size(); ++d)
     for (const plan::Instr &in : p.devices[d].instrs)
-      if (in.kind == plan::InstrKind::Collective && in.group.front() == d) {
-        plan::CollectiveShape shape = plan::collectiveShape(p.devices[d], d, in);
-        s += codegen::collectiveSeconds(shape.kind, in.group.size(),
-                                        uint64_t(shape.elements) * 4,
+      if (in.kind == plan::InstrKind::Collective && in.group.front() == d)
+        s += codegen::collectiveSeconds(p.devices[d], d, in,
                                         codegen::CollectiveTransport::InProcess);
-      }
   return s;
 }
 

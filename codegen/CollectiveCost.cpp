@@ -1,15 +1,21 @@
 //===- codegen/CollectiveCost.cpp - what a collective should cost ---------===//
 #include "codegen/CollectiveCost.h"
 
+#include "plan/Collective.h"
+
 namespace mpc::codegen {
 
 namespace {
 /// The additions of a reducing phase: a float read, added and written per
 /// element, at the cost model's memory bandwidth (codegen/PipelineCost.cpp).
 constexpr double kAddSecondsPerByte = 3.0 / 1e10;
-} // namespace
 
-CollectiveCostModel collectiveCostModel(CollectiveTransport t) {
+struct CostModel {
+  double alpha; ///< seconds per message
+  double beta;  ///< seconds per byte
+};
+
+CostModel costModel(CollectiveTransport t) {
   switch (t) {
   case CollectiveTransport::InProcess: return {1e-6, 1.0 / 1e10}; // a hand-off; memcpy
   case CollectiveTransport::Mpi: return {5e-6, 1.0 / 5e9};        // shared memory or a NIC
@@ -18,10 +24,12 @@ CollectiveCostModel collectiveCostModel(CollectiveTransport t) {
   return {0, 0};
 }
 
+} // namespace
+
 double collectiveSeconds(ops::OpKind kind, size_t groupSize, uint64_t bytes,
                          CollectiveTransport t) {
   if (groupSize < 2) return 0;
-  CollectiveCostModel m = collectiveCostModel(t);
+  CostModel m = costModel(t);
   double r = double(groupSize), b = double(bytes);
   double phase = (r - 1) * m.alpha + (r - 1) / r * b * m.beta;
   switch (kind) {
@@ -31,13 +39,11 @@ double collectiveSeconds(ops::OpKind kind, size_t groupSize, uint64_t bytes,
   }
 }
 
-const char *collectiveTransportName(CollectiveTransport t) {
-  switch (t) {
-  case CollectiveTransport::InProcess: return "in-process";
-  case CollectiveTransport::Mpi: return "mpi";
-  case CollectiveTransport::Nccl: return "nccl";
-  }
-  return "?";
+double collectiveSeconds(const plan::DeviceProgram &program, uint32_t device,
+                         const plan::Instr &in, CollectiveTransport t) {
+  plan::CollectiveShape shape = plan::collectiveShape(program, device, in);
+  return collectiveSeconds(shape.kind, in.group.size(),
+                           uint64_t(shape.elements) * shape.elementBytes, t);
 }
 
 } // namespace mpc::codegen

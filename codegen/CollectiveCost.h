@@ -12,6 +12,7 @@
 #pragma once
 
 #include "ops/OpKind.h"
+#include "plan/Plan.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -24,20 +25,14 @@ enum class CollectiveTransport {
   Nccl,      ///< GPU groups
 };
 
-struct CollectiveCostModel {
-  double alpha; ///< seconds per message
-  double beta;  ///< seconds per byte
-};
-
-/// α and β of a transport.
-CollectiveCostModel collectiveCostModel(CollectiveTransport t);
-
 /// Seconds for one member to run collective `kind` over `groupSize`
 /// devices whose split tensor has `bytes` bytes (ops::collectiveElements).
 double collectiveSeconds(ops::OpKind kind, size_t groupSize, uint64_t bytes,
                          CollectiveTransport t);
 
-/// "in-process", "mpi", "nccl".
-const char *collectiveTransportName(CollectiveTransport t);
+/// The same for collective instruction `in` of device `device` (`program`
+/// its list) of a verified plan.
+double collectiveSeconds(const plan::DeviceProgram &program, uint32_t device,
+                         const plan::Instr &in, CollectiveTransport t);
 
 } // namespace mpc::codegen

@@ -20,7 +20,6 @@
 
 #include "codegen/CollectiveCost.h"
 #include "ir/OpInfo.h"
-#include "plan/Collective.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -77,9 +76,8 @@ PipelineCost predictPipelineCost(const ir::Graph &graph, const plan::Plan &plan)
             std::vector<double> &at = arrivals[in.channel];
             if (arrived.insert({in.channel, d}).second) at.push_back(clock[d]);
             if (at.size() < in.group.size()) break;
-            plan::CollectiveShape shape = plan::collectiveShape(dev, uint32_t(d), in);
             bool gpu = dev.device.rfind("gpu:", 0) == 0;
-            double s = collectiveSeconds(shape.kind, in.group.size(), uint64_t(shape.elements) * 4,
+            double s = collectiveSeconds(dev, uint32_t(d), in,
                                          gpu ? CollectiveTransport::Nccl
                                              : CollectiveTransport::InProcess);
             done = finished.emplace(in.channel, *std::max_element(at.begin(), at.end()) + s).first;

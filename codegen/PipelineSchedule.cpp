@@ -57,6 +57,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 namespace mpc::codegen {
 
@@ -106,6 +107,7 @@ private:
 
   void buildDependencies() {
     for (size_t i = 0; i < nodes_.size(); ++i) index_[nodes_[i].get()] = i;
+    users_ = st_.graph.userMap();
     std::vector<std::vector<size_t>> succ = executionSuccessors(st_.graph);
     preds_.assign(nodes_.size(), {});
     for (size_t i = 0; i < succ.size(); ++i)
@@ -138,13 +140,12 @@ private:
     // replica's loss part moving to replica 0's device for the full-batch
     // sum) floats too: as an action of replica 0's device it would tie that
     // device's sequence to replica r's progress.
-    auto users = st_.graph.userMap();
     for (auto it = st_.topo.rbegin(); it != st_.topo.rend(); ++it) {
       const ir::Node *n = *it;
       size_t i = indexOf(n);
       if (!n->isOp(ir::OpKind::Copy) || n->backward || mb_[i] == kFloating) continue;
-      auto u = users.find(n);
-      if (u == users.end() || u->second.empty()) continue;
+      auto u = users_.find(n);
+      if (u == users_.end() || u->second.empty()) continue;
       bool feedsFloating = true;
       for (const ir::Node *x : u->second) feedsFloating = feedsFloating && mb_[indexOf(x)] == kFloating;
       if (feedsFloating) mb_[i] = kFloating;
@@ -173,13 +174,12 @@ private:
       leafFed[indexOf(n)] = s < 0;
       stage_[indexOf(n)] = std::max(s, 0);
     }
-    auto users = st_.graph.userMap();
     for (auto it = st_.topo.rbegin(); it != st_.topo.rend(); ++it) {
       const ir::Node *n = *it;
       size_t i = indexOf(n);
       if (!n->isOp() || n->backward || !leafFed[i]) continue;
       int s = std::numeric_limits<int>::max();
-      for (const ir::Node *u : users[n])
+      for (const ir::Node *u : users_[n])
         if (u->device == n->device && !u->backward && stage_[indexOf(u)] >= 0)
           s = std::min(s, stage_[indexOf(u)]);
       stage_[i] = s == std::numeric_limits<int>::max() ? 0 : s;
@@ -429,6 +429,8 @@ private:
   std::string schedule_;
   int64_t m_;
   std::map<const ir::Node *, size_t> index_;
+  /// Graph::userMap, once: the micro-batch and stage assignments read it.
+  std::unordered_map<const ir::Node *, std::vector<ir::Node *>> users_;
   std::vector<std::vector<size_t>> preds_;
   std::vector<int> mb_, stage_;
   std::vector<SimAction> actions_;

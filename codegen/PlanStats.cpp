@@ -8,7 +8,6 @@
 #include "codegen/Lower.h"
 
 #include "codegen/CollectiveCost.h"
-#include "plan/Collective.h"
 #include "support/StringUtil.h"
 
 #include <cstdio>
@@ -59,12 +58,8 @@ void printPlanStats(const plan::Plan &plan, std::ostream &os) {
         auto &t = collectiveTotals[{in.op, group}];
         ++t.count;
         t.bytes += d.buffers.at(in.inputs.at(0)).bytes;
-        plan::CollectiveShape shape =
-            plan::collectiveShape(d, in.group.at(0), in);
-        uint64_t split = uint64_t(shape.elements) * 4;
-        t.inProcess += collectiveSeconds(shape.kind, in.group.size(), split,
-                                         CollectiveTransport::InProcess);
-        t.mpi += collectiveSeconds(shape.kind, in.group.size(), split, CollectiveTransport::Mpi);
+        t.inProcess += collectiveSeconds(d, in.group[0], in, CollectiveTransport::InProcess);
+        t.mpi += collectiveSeconds(d, in.group[0], in, CollectiveTransport::Mpi);
         break;
       }
       }

@@ -124,6 +124,9 @@ void orderNodes(LoweringState &st) {
   // Communication first: a collective, and what only feeds collectives (a
   // gradient bucket's packing), runs as soon as it is ready, so that it
   // proceeds while the rest of backward goes on. Otherwise creation order.
+  // Urgency is found in reverse creation order, which puts a node's users
+  // first except where a pass created a user before it (a copy); it only
+  // ranks ready nodes, so a miss costs overlap, never order.
   std::vector<char> urgent(nodes.size(), 0);
   for (size_t i = nodes.size(); i-- > 0;) {
     const ir::Node *n = nodes[i].get();

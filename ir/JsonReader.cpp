@@ -66,12 +66,6 @@ std::string child(const std::string &ptr, size_t index) {
   return ptr + "/" + std::to_string(index);
 }
 
-std::string joinList(const std::vector<std::string> &xs) {
-  std::string s;
-  for (size_t i = 0; i < xs.size(); ++i) s += (i ? ", " : "") + xs[i];
-  return s;
-}
-
 /// A short description of a JSON value for messages: the value itself for
 /// scalars (shortened), "an object" / "an array" for containers. Never
 /// recurses into containers.
@@ -175,7 +169,7 @@ private:
       fail(child(ptr, it.key()), "unknown " + what + " " + quoteName(it.key()) +
                                      (owner.empty() ? "" : " in " + owner) +
                                      suggestion(it.key(), allowed) +
-                                     " (allowed: " + joinList(allowed) + ")");
+                                     " (allowed: " + joinText(allowed) + ")");
     }
   }
 
@@ -525,7 +519,7 @@ private:
       }
       int n = int(p.operandNames.size());
       if (!info->acceptsArity(n)) {
-        std::string names = info->operands.empty() ? "" : " (" + joinList(info->operands) + ")";
+        std::string names = info->operands.empty() ? "" : " (" + joinText(info->operands) + ")";
         if (info->variadic) names = " (" + info->operandName(0) + ", ...)";
         fail(find(obj, "inputs") ? ptr + "/inputs" : ptr,
              "wrong arity in " + who + ": takes " + info->arityText() + " operand(s)" + names +
@@ -544,7 +538,7 @@ private:
                  "unknown attribute " + quoteName(it.key()) + " in " + who +
                      suggestion(it.key(), attrNames) +
                      (attrNames.empty() ? " (the op has no attributes)"
-                                        : " (allowed: " + joinList(attrNames) + ")"));
+                                        : " (allowed: " + joinText(attrNames) + ")"));
           p.attrs[spec->name] = readAttr(it.value(), *spec, child(ap, it.key()), who);
         }
       }
@@ -817,7 +811,7 @@ private:
       auto st = parseGraphStage(s);
       if (!st)
         fail(p, "unknown stage " + quoteName(s) + suggestion(s, names) + " (known: " +
-                    joinList(names) + ")");
+                    joinText(names) + ")");
       g_->stages |= *st;
     }
   }

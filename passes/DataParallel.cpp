@@ -24,6 +24,7 @@
 
 #include "ir/Device.h"
 #include "support/Error.h"
+#include "support/StringUtil.h"
 
 #include <algorithm>
 #include <set>
@@ -31,12 +32,6 @@
 namespace mpc::passes {
 
 namespace {
-
-std::string joined(const std::vector<std::string> &v) {
-  std::string s;
-  for (const std::string &x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
 
 /// Replica r's device for each device of the model, r = 1..R-1.
 std::vector<std::map<std::string, std::string>>
@@ -60,7 +55,7 @@ replicaDevices(const ir::Graph &g, const PassOptions &opts, int64_t replicas) {
                       std::to_string(replicas) + " data-parallel replicas of a model on " +
                           std::to_string(d) + " device" + (d == 1 ? "" : "s") + " need " +
                           std::to_string(size_t(replicas) * d) + " devices, but --devices lists " +
-                          std::to_string(opts.devices.size()) + " (" + joined(opts.devices) + ")");
+                          std::to_string(opts.devices.size()) + " (" + joinText(opts.devices) + ")");
     std::vector<std::string> first;
     for (size_t i = 0; i < d; ++i) first.push_back(name(opts.devices[i]));
     for (const ir::Device &m : model) {
@@ -68,7 +63,7 @@ replicaDevices(const ir::Graph &g, const PassOptions &opts, int64_t replicas) {
       if (at == first.end())
         throw UserError(g.sourceFile, "--devices",
                         "the model uses " + m.str() + ", which is not among the first " +
-                            std::to_string(d) + " of --devices (" + joined(first) +
+                            std::to_string(d) + " of --devices (" + joinText(first) +
                             "): replica 0 takes those, replica r the next " + std::to_string(d) +
                             " after r·" + std::to_string(d));
       size_t i = size_t(at - first.begin());

@@ -34,6 +34,7 @@
 #include "ir/Collectives.h"
 #include "ir/Device.h"
 #include "support/Error.h"
+#include "support/StringUtil.h"
 
 #include <algorithm>
 #include <map>
@@ -47,12 +48,6 @@ using ir::Node;
 namespace {
 
 bool isConcrete(const std::string &d) { return ir::parseDevice(d).has_value(); }
-
-std::string joined(const std::vector<std::string> &v) {
-  std::string s;
-  for (const std::string &x : v) s += (s.empty() ? "" : ",") + x;
-  return s;
-}
 
 /// Where a diagnostic about `n`'s device points: "/nodes/3/device" or the
 /// node's name when it did not come from the model file.
@@ -94,7 +89,7 @@ std::map<const Node *, std::string> resolveAnnotations(const Graph &g,
                           [&] {
                             std::vector<std::string> names;
                             for (const auto &gr : groups) names.push_back(gr.first);
-                            return names.empty() ? std::string("none") : joined(names);
+                            return names.empty() ? std::string("none") : joinText(names, ",");
                           }() +
                           ")");
     if (!isConcrete(dev))
@@ -102,7 +97,7 @@ std::map<const Node *, std::string> resolveAnnotations(const Graph &g,
     if (restricted && !inDevices(dev))
       throw UserError(file, "--map",
                       "device '" + dev + "' of group '" + group + "' is beyond --devices (" +
-                          joined(devices) + ")");
+                          joinText(devices, ",") + ")");
     mapTargets.insert(dev);
   }
 
@@ -118,7 +113,7 @@ std::map<const Node *, std::string> resolveAnnotations(const Graph &g,
       if (nextFree == devices.size())
         throw UserError(file, deviceWhere(*first),
                         "group '" + group + "' of " + first->describe() +
-                            " has no device left: --devices (" + joined(devices) +
+                            " has no device left: --devices (" + joinText(devices, ",") +
                             ") has fewer free devices than the model has groups");
       dev = devices[nextFree++];
     } else {
@@ -135,7 +130,7 @@ std::map<const Node *, std::string> resolveAnnotations(const Graph &g,
       if (restricted && !inDevices(n->device))
         throw UserError(file, deviceWhere(*n),
                         "device '" + n->device + "' of " + n->describe() +
-                            " is beyond --devices (" + joined(devices) + ")");
+                            " is beyond --devices (" + joinText(devices, ",") + ")");
       pinned[n.get()] = n->device;
     } else {
       pinned[n.get()] = groupDevice.at(n->device);

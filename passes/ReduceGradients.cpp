@@ -59,6 +59,15 @@ struct Reduced {
   int64_t bytes = 0;
 };
 
+/// Whether `grad` is what step 4 makes: an all_reduce member, or a
+/// gradient's part of a bucket's sum (reshape of a slice of one).
+bool reducedAlready(const Node *grad) {
+  if (grad->isOp(ir::OpKind::AllReduce)) return true;
+  if (!grad->isOp(ir::OpKind::Reshape)) return false;
+  const Node *part = grad->inputs[0];
+  return part->isOp(ir::OpKind::Slice) && part->inputs[0]->isOp(ir::OpKind::AllReduce);
+}
+
 class ReduceGradientsPass : public Pass {
 public:
   bool run(ir::Graph &g, PassContext &ctx) override {
@@ -88,8 +97,7 @@ public:
                               "' has no gradient");
         Node *grad = g.find(g.gradients.at(replica->name));
         MPC_ASSERT(grad, "gradient of '" + replica->name + "' is not in the graph");
-        if (grad->isOp(ir::OpKind::AllReduce) || grad->name.ends_with(".reduced"))
-          return false; // reduced already
+        if (reducedAlready(grad)) return false;
         r.grads.push_back(grad);
       }
       r.bytes = r.grads[0]->type.numElements() * 4;

@@ -86,6 +86,15 @@ std::string escapeForMessage(std::string_view text) {
   return out;
 }
 
+std::string joinText(const std::vector<std::string> &parts, std::string_view separator) {
+  std::string s;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i) s += separator;
+    s += parts[i];
+  }
+  return s;
+}
+
 std::string byteSizeText(uint64_t bytes) {
   if (bytes < 1024) return std::to_string(bytes) + " B";
   const char *units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};

@@ -23,6 +23,9 @@ std::string shapeText(const std::vector<int64_t> &shape);
 /// and statistic of mpc writes it.
 std::string byteSizeText(uint64_t bytes);
 
+/// "a, b, c": `parts` joined by `separator`, as lists in messages read.
+std::string joinText(const std::vector<std::string> &parts, std::string_view separator = ", ");
+
 /// Levenshtein distance (insertions, deletions, substitutions).
 size_t editDistance(std::string_view a, std::string_view b);
 
