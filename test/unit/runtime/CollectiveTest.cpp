@@ -2,8 +2,9 @@
 //
 // A model with all_reduce, reduce_scatter and all_gather over three CPU
 // devices compiles to one collective instruction per member, survives the
-// plan.bin round trip, and runs to the reference interpreter's values on the
-// in-process transport, with every member's bits equal. The verifier refuses
+// plan.bin round trip, and runs on the in-process transport to the sum in
+// the group's order, every member's bits equal, and to the reference
+// interpreter's float64 values within f32 rounding. The verifier refuses
 // each way a plan file can get a collective wrong: members in another order
 // (a deadlock), a member missing, another group or op, a device twice in the
 // group, channel ids shared with another instruction, a result over its own
@@ -11,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Compile.h"
+#include "ir/Interpreter.h"
 #include "plan/Collective.h"
 #include "plan/PlanIO.h"
 #include "runtime/Executor.h"
@@ -18,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <random>
@@ -131,6 +134,35 @@ TEST(Collective, RunsToTheReferenceWithEqualBitsOnEveryMember) {
     for (int r = 0; r < 3; ++r)
       EXPECT_EQ(std::memcmp(out["r" + std::to_string(r)].data(), want.data() + 8 * r, 8 * 4), 0)
           << "r" << r << ", " << threads;
+  }
+}
+
+TEST(Collective, RunsToTheReferenceInterpreter) {
+  // The float64 reference kernels (ir/ops/Collective.cpp) on the compiled
+  // graph, against the plan run on the CPU backend: within f32 rounding.
+  std::unique_ptr<ir::Graph> g = compiler::compileGraph(kModel);
+  plan::Plan p = compiler::compileModel(kModel);
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal;
+  std::map<std::string, ir::RefTensor> feed;
+  runtime::Executor exec(p, runtime::cpuBackendFactory());
+  for (const plan::TensorRef &t : p.inputs) {
+    std::vector<float> v(size_t(t.numElements()));
+    for (float &x : v) x = normal(rng);
+    exec.write(t, v.data(), v.size() * 4);
+    ir::RefTensor r(t.shape);
+    for (size_t k = 0; k < v.size(); ++k) r.data[k] = double(v[k]);
+    feed[t.name] = r;
+  }
+  exec.step();
+  ir::Interpreter interp(*g);
+  std::map<std::string, ir::RefTensor> want = interp.step(feed);
+  for (const plan::TensorRef &t : p.outputs) {
+    std::vector<float> got = exec.readFloats(t);
+    const ir::RefTensor &w = want.at(t.name);
+    ASSERT_EQ(got.size(), w.data.size()) << t.name;
+    for (size_t k = 0; k < got.size(); ++k)
+      EXPECT_NEAR(got[k], w.data[k], 1e-5 * (1 + std::abs(w.data[k]))) << t.name << "[" << k << "]";
   }
 }
 
