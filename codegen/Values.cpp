@@ -151,19 +151,31 @@ void describeInterface(LoweringState &st) {
   };
   // A data-parallel replica's param or state is a placement of the tensor
   // it mirrors (plan::TensorRef::mirrors), in replica order (creation order).
-  std::map<std::string, std::vector<plan::Placement>> mirrors;
-  for (const auto &n : g.nodes())
-    if (!n->mirrorOf.empty()) {
-      const ValueSlot &s = st.slotOf(n.get());
-      mirrors[n->mirrorOf].push_back({s.device, s.buffer});
+  // A ZeRO-1 shard is a part of its tensor (plan::TensorRef::shards), which
+  // takes the name and shape of the whole.
+  std::map<std::string, std::vector<plan::Placement>> mirrors, shards;
+  for (const auto &n : g.nodes()) {
+    if (n->mirrorOf.empty() && !n->shardOf) continue;
+    const ValueSlot &s = st.slotOf(n.get());
+    if (!n->mirrorOf.empty()) mirrors[n->mirrorOf].push_back({s.device, s.buffer});
+    if (n->shardOf) {
+      auto &parts = shards[n->shardOf->of];
+      parts.resize(size_t(n->shardOf->count));
+      parts[size_t(n->shardOf->index)] = {s.device, s.buffer};
     }
+  }
   auto tensor = [&](const ir::Node *n) {
     plan::TensorRef r = ref(n);
     if (auto it = mirrors.find(n->name); it != mirrors.end()) r.mirrors = it->second;
+    if (n->shardOf) {
+      r.name = n->shardOf->of;
+      r.shape = n->shardOf->shape;
+      r.shards = shards.at(n->shardOf->of);
+    }
     return r;
   };
   for (const auto &n : g.nodes()) {
-    if (!n->mirrorOf.empty()) continue;
+    if (!n->namesTensor()) continue;
     if (n->kind == ir::NodeKind::Input) st.plan.inputs.push_back(ref(n.get()));
     if (n->kind == ir::NodeKind::Param) st.plan.params.push_back(tensor(n.get()));
     if (n->kind == ir::NodeKind::State) st.plan.states.push_back(tensor(n.get()));
@@ -224,8 +236,9 @@ void checkInitialValuesFit(const ir::Graph &g) {
   const ir::Node *big = nullptr;
   for (const auto &n : g.nodes()) {
     if (n->kind != ir::NodeKind::Param && n->kind != ir::NodeKind::State) continue;
-    if (!n->mirrorOf.empty()) continue; // its tensor's values
-    uint64_t bytes = uint64_t(n->type.numElements()) * 4;
+    if (!n->namesTensor()) continue; // its tensor's values
+    uint64_t bytes =
+        uint64_t(n->shardOf ? *ir::checkedNumElements(n->shardOf->shape) : n->type.numElements()) * 4;
     total += bytes;
     if (bytes > largest) largest = bytes, big = n.get();
   }
@@ -247,10 +260,13 @@ void checkInitialValuesFit(const ir::Graph &g) {
 void computeInitialValues(LoweringState &st, uint64_t seed) {
   checkInitialValuesFit(st.graph);
   auto add = [&](const ir::Node *n) {
+    // A shard's values are its whole tensor's (ZeRO-1 state starts at zero).
+    const ir::Shape &shape = n->shardOf ? n->shardOf->shape : n->type.shape;
+    const std::string &name = n->shardOf ? n->shardOf->of : n->name;
     std::vector<float> values =
-        ir::initialValues(n->init.value_or(ir::InitSpec{}), n->type.shape, n->name, seed);
-    MPC_ASSERT(int64_t(values.size()) == n->type.numElements(),
-               "initial values of '" + n->name + "' have the wrong size");
+        ir::initialValues(n->init.value_or(ir::InitSpec{}), shape, name, seed);
+    MPC_ASSERT(int64_t(values.size()) == ir::checkedNumElements(shape).value_or(-1),
+               "initial values of '" + name + "' have the wrong size");
     std::vector<uint8_t> bytes(values.size() * 4);
     for (size_t i = 0; i < values.size(); ++i) {
       uint32_t bits = n->type.dtype == ir::DType::F32
@@ -260,11 +276,12 @@ void computeInitialValues(LoweringState &st, uint64_t seed) {
     }
     st.plan.initialValues.push_back(std::move(bytes));
   };
-  // Mirrors take their tensor's values (plan::TensorRef::mirrors).
+  // Mirrors and shards take their tensor's values (plan::TensorRef::mirrors,
+  // ::shards), in describeInterface's order.
   for (const auto &n : st.graph.nodes())
-    if (n->kind == ir::NodeKind::Param && n->mirrorOf.empty()) add(n.get());
+    if (n->kind == ir::NodeKind::Param && n->namesTensor()) add(n.get());
   for (const auto &n : st.graph.nodes())
-    if (n->kind == ir::NodeKind::State && n->mirrorOf.empty()) add(n.get());
+    if (n->kind == ir::NodeKind::State && n->namesTensor()) add(n.get());
 }
 
 } // namespace mpc::codegen

@@ -2,6 +2,7 @@
 #include "compiler/Compile.h"
 
 #include "ir/JsonReader.h"
+#include "ir/ModelChecksum.h"
 
 #include <sstream>
 
@@ -15,6 +16,9 @@ std::vector<passes::PassStatistic> runPasses(ir::Graph &graph, const CompileOpti
   ctx.log = &log;
   passes::Instrumentation instrumentation = options.instrumentation;
   if (!instrumentation.dump) instrumentation.dump = &log;
+  // Before any pass changes the layout: plans of one model in other layouts
+  // share it, and resume each other's checkpoints.
+  if (!graph.modelChecksum) graph.modelChecksum = ir::modelChecksum(graph, options.lower.seed);
   passes::PassManager pm(ctx, std::move(instrumentation));
   std::string pipeline = options.pipeline;
   if (pipeline.empty() && options.fallback == DefaultPipeline::Training)

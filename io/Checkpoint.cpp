@@ -5,6 +5,9 @@
 //   mpc.version             the mpc that wrote the file
 //   mpc.model               the plan's model name
 //   mpc.plan_checksum       the plan file's checksum, "0x" + 16 hex digits
+//   mpc.model_checksum      what the plan computes, whatever its layout
+//                           (ir/ModelChecksum.h), the same form; absent in
+//                           files of earlier versions (read as 0: unknown)
 //   mpc.optimizer           describeOptimizer() of the plan
 //   mpc.states              JSON array of the optimizer state tensor names
 //   mpc.step, mpc.epoch, mpc.epoch_step, mpc.batches_per_epoch,
@@ -19,9 +22,9 @@
 
 #include "plan/PlanIO.h"
 #include "support/Error.h"
+#include "support/StringUtil.h"
 
 #include <algorithm>
-#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -106,6 +109,7 @@ std::map<std::string, std::string> encodeInfo(const CheckpointInfo &info) {
       {"mpc.version", info.version},
       {"mpc.model", info.model},
       {"mpc.plan_checksum", hex64(info.planChecksum)},
+      {"mpc.model_checksum", hex64(info.modelChecksum)},
       {"mpc.optimizer", info.optimizer},
       {"mpc.states", nlohmann::json(info.states).dump()},
       {"mpc.step", std::to_string(p.step)},
@@ -124,6 +128,7 @@ CheckpointInfo decodeInfo(const std::string &file, const std::map<std::string, s
   info.version = r.str("mpc.version");
   info.model = r.str("mpc.model");
   info.planChecksum = r.checksum("mpc.plan_checksum");
+  info.modelChecksum = meta.count("mpc.model_checksum") ? r.checksum("mpc.model_checksum") : 0;
   info.optimizer = r.str("mpc.optimizer");
   info.states = r.names("mpc.states");
   TrainingPosition &p = info.position;
@@ -170,12 +175,6 @@ std::string attrText(const plan::AttrValue &v) {
 }
 
 } // namespace
-
-std::string hex64(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%016" PRIx64, v);
-  return buf;
-}
 
 std::string describeOptimizer(const plan::Plan &plan) {
   // The update instructions' attributes are what the kernels use (the plan's

@@ -39,6 +39,8 @@ struct TrainingPosition {
 struct CheckpointInfo {
   TrainingPosition position;
   uint64_t planChecksum = 0;
+  /// What the plan computes, whatever its layout (plan::Plan::modelChecksum); 0: unknown.
+  uint64_t modelChecksum = 0;
   std::string model;     ///< the plan's model name, for messages
   std::string optimizer; ///< describeOptimizer() of the plan that wrote it
   std::string version;   ///< the mpc version that wrote it
@@ -52,9 +54,6 @@ struct Checkpoint {
   bool resumable = false;           ///< false: parameters only (--save-params-only, other tools)
   CheckpointInfo info;              ///< valid when resumable
 };
-
-/// "0x00c0ffee00c0ffee": a plan checksum as checkpoints and messages print it.
-std::string hex64(uint64_t v);
 
 /// "adam beta1=0.9 beta2=0.999 decoupled=false eps=1e-08 lr=0.001
 /// weight_decay=0": the optimizer of a plan as one comparable string, from

@@ -307,6 +307,7 @@ std::unique_ptr<Graph> Graph::clone() const {
   g->optimizer = optimizer;
   g->pipeline = pipeline;
   g->dataParallel = dataParallel;
+  g->modelChecksum = modelChecksum;
   g->gradients = gradients;
   g->stages = stages;
   std::unordered_map<const Node *, Node *> map;

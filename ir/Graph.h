@@ -145,6 +145,18 @@ struct Node {
   /// every step; lowering makes it a placement of that tensor
   /// (plan::TensorRef::mirrors), not a tensor of its own. "" otherwise.
   std::string mirrorOf;
+  /// State of a ZeRO-1 optimizer (passes/ShardOptimizerState.cpp): part
+  /// `index` of `count` of the tensor `of` (of type f32 `shape`), in the
+  /// layout of ops::shardElements: flattened, zero-padded, equal parts.
+  /// Lowering makes it a placement of that tensor (plan::TensorRef::shards),
+  /// so checkpoints hold `of` whole. The tensor itself is no node.
+  struct ShardOf {
+    std::string of;
+    int64_t index = 0, count = 0;
+    Shape shape;
+    bool operator==(const ShardOf &) const = default;
+  };
+  std::optional<ShardOf> shardOf;
   /// Set by the microbatch pass: the micro-batch whose rows this node holds
   /// (its replica index); -1 for nodes shared by every micro-batch.
   int microbatch = -1;
@@ -156,6 +168,9 @@ struct Node {
   bool isOp() const { return kind == NodeKind::Op; }
   bool isOp(OpKind k) const { return kind == NodeKind::Op && op == k; }
   bool isLeaf() const { return kind != NodeKind::Op; }
+  /// Whether the node is the tensor a plan names (plan::TensorRef): not a
+  /// mirror, and not a shard other than the first.
+  bool namesTensor() const { return mirrorOf.empty() && (!shardOf || shardOf->index == 0); }
   const OpInfo &info() const; ///< only for op nodes
   /// "'h1' (matmul)" or "'w0' (param)": how diagnostics name a node.
   std::string describe() const;
@@ -177,6 +192,9 @@ public:
   std::optional<OptimizerSpec> optimizer;
   PipelineSpec pipeline;
   DataParallelSpec dataParallel;
+  /// What the model computes, whatever its layout (ir/ModelChecksum.h):
+  /// taken by compiler::runPasses before any pass; 0 until then.
+  uint64_t modelChecksum = 0;
   /// Filled by autodiff: parameter name -> name of its gradient value.
   GradientMap gradients;
   unsigned stages = 0; ///< GraphStage flags

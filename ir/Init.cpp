@@ -12,6 +12,7 @@
 #include "ir/Init.h"
 
 #include "support/Error.h"
+#include "support/Hash.h"
 
 #include <cmath>
 
@@ -24,15 +25,6 @@ uint64_t splitmix64(uint64_t &state) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
-}
-
-uint64_t fnv1a(const std::string &s) {
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001B3ull;
-  }
-  return h;
 }
 
 /// xoshiro256** (Blackman and Vigna), seeded by splitmix64.
@@ -62,7 +54,7 @@ private:
 
 uint64_t streamSeed(const std::string &name, uint64_t seed) {
   uint64_t mixed = seed;
-  return fnv1a(name) ^ splitmix64(mixed);
+  return fnv1a64(name) ^ splitmix64(mixed);
 }
 
 } // namespace

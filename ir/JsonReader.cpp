@@ -50,8 +50,9 @@ const std::vector<std::string> kTopKeys = {"mpc",     "name",      "inputs", "pa
 const std::vector<std::string> kInputKeys = {"shape", "dtype", "device"};
 const std::vector<std::string> kParamKeys = {"shape",  "dtype",   "init", "mirror_of",
                                              "device", "lr_mult", "wd_mult"};
-const std::vector<std::string> kStateKeys = {"shape", "dtype", "init", "param", "device",
-                                             "mirror_of"};
+const std::vector<std::string> kStateKeys = {"shape", "dtype",     "init",    "param",
+                                             "device", "mirror_of", "shard_of"};
+const std::vector<std::string> kShardOfKeys = {"tensor", "index", "count", "shape"};
 const std::vector<std::string> kNodeKeys = {"name",   "op",       "inputs", "attrs",
                                             "device", "backward", "origin"};
 const std::vector<std::string> kSgdKeys = {"lr", "momentum", "dampening", "nesterov",
@@ -433,7 +434,28 @@ private:
       n->device = dev;
       n->jsonPath = ptr;
       n->mirrorOf = readMirrorOf(obj, ptr, who);
+      n->shardOf = readShardOf(obj, ptr, who);
     }
+  }
+
+  /// "shard_of" of a ZeRO-1 optimizer state shard: {"tensor", "index",
+  /// "count", "shape"} (the verifier checks the set of shards).
+  std::optional<Node::ShardOf> readShardOf(const json &obj, const std::string &ptr,
+                                           const std::string &who) const {
+    const json *j = find(obj, "shard_of");
+    if (!j) return std::nullopt;
+    std::string sp = ptr + "/shard_of";
+    std::string what = "\"shard_of\" of " + who;
+    expectObject(*j, sp, what);
+    checkKeys(*j, sp, kShardOfKeys, "key", what);
+    Node::ShardOf s;
+    for (const char *key : {"tensor", "index", "count", "shape"})
+      if (!find(*j, key)) fail(sp, what + " has no \"" + key + "\"");
+    s.of = nameOf((*j)["tensor"], sp + "/tensor", "shard tensor name");
+    s.index = expectInt((*j)["index"], sp + "/index", "index of " + what);
+    s.count = expectInt((*j)["count"], sp + "/count", "count of " + what);
+    s.shape = readShape(*j, sp, what);
+    return s;
   }
 
   /// "mirror_of" of a data-parallel replica's param or state: the name of

@@ -108,6 +108,11 @@ json leafJson(const Node &n) {
   if (n.lrMult != 1.0) j["lr_mult"] = n.lrMult;
   if (n.wdMult != 1.0) j["wd_mult"] = n.wdMult;
   if (!n.mirrorOf.empty()) j["mirror_of"] = n.mirrorOf;
+  if (n.shardOf)
+    j["shard_of"] = json{{"tensor", n.shardOf->of},
+                         {"index", n.shardOf->index},
+                         {"count", n.shardOf->count},
+                         {"shape", shapeJson(n.shardOf->shape)}};
   return j;
 }
 
@@ -255,6 +260,7 @@ std::string diffNodes(const Node &a, const Node &b) {
            (b.init ? b.init->str() : "none");
   if (a.origin != b.origin) return who + "origin " + q(a.origin) + " vs " + q(b.origin);
   if (a.mirrorOf != b.mirrorOf) return who + "mirror_of '" + a.mirrorOf + "' vs '" + b.mirrorOf + "'";
+  if (a.shardOf != b.shardOf) return who + "shard_of differs";
   if (a.lrMult != b.lrMult || a.wdMult != b.wdMult)
     return who + "lr_mult, wd_mult " + attrValueStr(a.lrMult) + ", " + attrValueStr(a.wdMult) +
            " vs " + attrValueStr(b.lrMult) + ", " + attrValueStr(b.wdMult);

@@ -11,6 +11,7 @@
 #include "ir/Printer.h"
 
 #include "support/Error.h"
+#include "support/StringUtil.h"
 
 #include <sstream>
 
@@ -26,6 +27,10 @@ std::string leafAttrs(const Node &n) {
   // Multipliers only where they differ from 1, so that most models print as before.
   if (n.lrMult != 1.0) parts.push_back("lr_mult=" + attrValueStr(n.lrMult));
   if (!n.mirrorOf.empty()) parts.push_back("mirror_of=" + attrValueStr(n.mirrorOf));
+  if (n.shardOf)
+    parts.push_back("shard_of=" + attrValueStr(n.shardOf->of) + "[" +
+                    std::to_string(n.shardOf->index) + "/" + std::to_string(n.shardOf->count) +
+                    "]:" + shapeText(n.shardOf->shape));
   if (n.wdMult != 1.0) parts.push_back("wd_mult=" + attrValueStr(n.wdMult));
   std::string s;
   for (size_t i = 0; i < parts.size(); ++i) s += (i ? ", " : "") + parts[i];

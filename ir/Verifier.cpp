@@ -13,6 +13,7 @@
 
 #include "ir/Builder.h"
 #include "ir/Collectives.h"
+#include "ops/Collective.h"
 #include "ir/Device.h"
 #include "support/Error.h"
 
@@ -42,6 +43,7 @@ public:
       for (const Node *n : sound) checkType(*n);
     checkLossAndOutputs();
     checkMirrors();
+    checkShards();
     if (acyclic) {
       if (g_.has(kPlaced)) checkPlaced();
       if (g_.has(kCopiesExplicit)) checkCopies();
@@ -207,6 +209,56 @@ private:
         report(*n, "mirrors '" + m->name + "' of type " + m->type.str() + " with type " +
                        n->type.str());
     }
+  }
+
+  /// ZeRO-1 shards (Node::ShardOf): states of type f32[S], S =
+  /// ops::shardElements of the tensor's size, each index of a tensor once,
+  /// on distinct devices, the tensor itself no node.
+  void checkShards() {
+    struct Seen {
+      const Node *first;
+      std::set<int64_t> indices;
+      std::set<std::string> devices;
+    };
+    std::map<std::string, Seen> tensors;
+    for (const auto &n : g_.nodes()) {
+      if (!n->shardOf) continue;
+      const Node::ShardOf &s = *n->shardOf;
+      if (n->kind != NodeKind::State || !n->mirrorOf.empty()) {
+        report(*n, "only a state that mirrors nothing is a shard");
+        continue;
+      }
+      if (s.count < 1 || s.index < 0 || s.index >= s.count) {
+        report(*n, "shard " + std::to_string(s.index) + " of " + std::to_string(s.count) +
+                       " is out of range");
+        continue;
+      }
+      auto n64 = checkedNumElements(s.shape);
+      if (!n64) {
+        report(*n, "shard of a tensor with an invalid shape");
+        continue;
+      }
+      TensorType want{DType::F32, {ops::shardElements(*n64, s.count)}};
+      if (n->type != want)
+        report(*n, "shard " + std::to_string(s.index) + " of " + std::to_string(s.count) +
+                       " of '" + s.of + "' " + TensorType{DType::F32, s.shape}.str() +
+                       " must be " + want.str() + ", got " + n->type.str());
+      if (g_.find(s.of))
+        report(*n, "is a shard of '" + s.of + "', which is a node of the graph");
+      auto [it, fresh] = tensors.emplace(s.of, Seen{n.get(), {}, {}});
+      const Node::ShardOf &first = *it->second.first->shardOf;
+      if (!fresh && (first.count != s.count || first.shape != s.shape))
+        report(*n, "is a shard of '" + s.of + "' unlike " + it->second.first->describe());
+      if (!it->second.indices.insert(s.index).second)
+        report(*n, "is shard " + std::to_string(s.index) + " of '" + s.of + "' a second time");
+      if (!it->second.devices.insert(n->device).second && parseDevice(n->device))
+        report(*n, "is a second shard of '" + s.of + "' on " + n->device);
+    }
+    for (const auto &[name, seen] : tensors)
+      if (int64_t(seen.indices.size()) != seen.first->shardOf->count)
+        report(*seen.first, "'" + name + "' has " + std::to_string(seen.indices.size()) +
+                                " of its " + std::to_string(seen.first->shardOf->count) +
+                                " shards");
   }
 
   void checkCopies() {

@@ -16,6 +16,7 @@
 #pragma once
 
 #include "ops/OpKind.h"
+#include "ops/Shard.h"
 #include "ops/Type.h"
 
 #include <cstddef>
@@ -36,18 +37,6 @@ constexpr bool isCollective(OpKind kind) {
 ///   all_gather:     x     -> x with axis 0 multiplied by R (the parts joined in group order).
 /// Throws RuleError naming the types when they do not allow it.
 TensorType collectiveResult(OpKind kind, const TensorType &contribution, size_t groupSize);
-
-/// Elements [begin, end) of part `i` of `n` elements split into `parts`
-/// consecutive ranges as evenly as integers allow. For reduce_scatter and
-/// all_gather, whose axis 0 divides evenly, part i is exactly the rows of
-/// member i.
-struct ElementRange {
-  int64_t begin = 0, end = 0;
-  int64_t size() const { return end - begin; }
-};
-constexpr ElementRange partOf(int64_t n, size_t parts, size_t i) {
-  return {n * int64_t(i) / int64_t(parts), n * int64_t(i + 1) / int64_t(parts)};
-}
 
 /// The tensor whose elements are split into parts: the sum for all_reduce
 /// and reduce_scatter (the contribution's size), the joined result for

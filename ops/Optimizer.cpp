@@ -1,8 +1,11 @@
-//===- ops/Optimizer.cpp - sgd_update and adam_update --------------------===//
+//===- ops/Optimizer.cpp - sgd_update, adam_update and assign ------------===//
 //
 // Parameter updates with the exact semantics of torch.optim.SGD, Adam and
 // AdamW (decoupled weight decay). They update their parameter and optimizer
 // state in place (`mutatedOperands`) and also return the new parameter value.
+// `assign` writes a value computed elsewhere into a parameter: ZeRO-1 updates
+// a shard of each parameter and assigns the gathered whole
+// (passes/ShardOptimizerState.cpp).
 // The step counter is an f32[1] state tensor: it counts steps exactly up to
 // 2^24, far beyond any run mpc is meant for.
 //
@@ -54,6 +57,12 @@ TensorType inferAdam(TypeOps ops, const AttrMap &) {
   return ops[0];
 }
 
+TensorType inferAssign(TypeOps ops, const AttrMap &) {
+  if (ops[0] != ops[1])
+    throw RuleError("assign needs a value of the target's type: " + pairStr(ops[0], ops[1]));
+  return ops[0];
+}
+
 } // namespace
 
 void addOptimizerSchemas(std::vector<OpSchema> &t) {
@@ -90,6 +99,17 @@ void addOptimizerSchemas(std::vector<OpSchema> &t) {
     r.flops = flopsPerInput<12>;
     r.traits = kOptimizer;
     r.mutatedOperands = {0, 2, 3, 4};
+    t.push_back(std::move(r));
+  }
+  {
+    OpSchema r = makeSchema(OpKind::Assign, "assign", "Optimizer",
+                            "writes value into target in place (a parameter's new value made "
+                            "elsewhere); returns the new target",
+                            {"target", "value"});
+    r.infer = inferAssign;
+    r.flops = noFlops;
+    r.traits = kOptimizer;
+    r.mutatedOperands = {0};
     t.push_back(std::move(r));
   }
 }

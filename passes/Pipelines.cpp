@@ -21,6 +21,9 @@
 //      reduce-gradients  (data parallel) each gradient all-reduced across
 //                     the replicas
 //   8. optimize-step  optimizer state and in-place updates, colocated
+//      shard-optimizer-state  (--zero=1) each replica keeps a 1/R shard of
+//                     the optimizer state: gradients reduce-scattered, the
+//                     shards updated, the parameters all-gathered
 //
 //===----------------------------------------------------------------------===//
 #include "passes/PassManager.h"
@@ -65,10 +68,6 @@ ir::DataParallelSpec effectiveDataParallel(const ir::Graph &g, const PassOptions
     throw UserError(g.sourceFile, "--zero",
                     "--zero=1 shards the optimizer state across data-parallel replicas: it "
                     "needs --data-parallel=R with R > 1");
-  if (spec.zero == 1)
-    throw UserError(g.sourceFile, "--zero",
-                    "ZeRO stage 1 (sharded optimizer state) is not available yet; train "
-                    "without --zero: plain data parallelism computes the same values");
   if (spec.bucketBytes < 1)
     throw UserError(g.sourceFile, "--bucket-size",
                     "a gradient bucket must hold at least one byte, got " +
@@ -83,13 +82,16 @@ std::string defaultPipeline(const ir::Graph &graph, const PassOptions &options) 
       p += ",batch-norm-stats";
       break;
     }
-  bool dataParallel = effectiveDataParallel(graph, options).replicas > 1;
+  ir::DataParallelSpec dp = effectiveDataParallel(graph, options);
+  bool dataParallel = dp.replicas > 1;
   if (dataParallel) p += ",data-parallel";
   else if (effectivePipeline(graph, options).microbatches > 1) p += ",microbatch";
   p += ",insert-copies";
-  if (!graph.loss.empty())
+  if (!graph.loss.empty()) {
     p += dataParallel ? ",autodiff,insert-copies,reduce-gradients,optimize-step"
                       : ",autodiff,insert-copies,optimize-step";
+    if (dataParallel && dp.zero == 1) p += ",shard-optimizer-state";
+  }
   return p;
 }
 

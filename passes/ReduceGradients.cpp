@@ -71,7 +71,9 @@ bool reducedAlready(const Node *grad) {
 class ReduceGradientsPass : public Pass {
 public:
   bool run(ir::Graph &g, PassContext &ctx) override {
-    if (g.dataParallel.replicas <= 1) return false;
+    // An optimized graph (read back after `mpc opt`) has its updates, fed
+    // by what this pass made or by what shard-optimizer-state made of it.
+    if (g.dataParallel.replicas <= 1 || g.has(ir::kOptimized)) return false;
     if (!g.has(ir::kDifferentiated))
       throw UserError(g.sourceFile, "--data-parallel",
                       "reduce-gradients needs gradients: run 'autodiff' first");

@@ -17,6 +17,7 @@
 
 #include "ops/Attribute.h"
 #include "ops/DType.h"
+#include "ops/Shard.h"
 
 #include <cstdint>
 #include <map>
@@ -125,10 +126,20 @@ struct TensorRef {
   /// writes every placement (initial values, --init, --resume) and reads
   /// the first (device, buffer).
   std::vector<Placement> mirrors;
+  /// A ZeRO-1 optimizer state: the tensor in shards.size() equal parts of
+  /// its flat elements, zero-padded at the end (ops::shardElements), part i
+  /// in the buffer shards[i] of shape [shardElements()]; (device, buffer) is
+  /// shards[0]. A runtime writes the parts it hosts from the whole tensor
+  /// and joins all parts to read it. Empty for a whole tensor.
+  std::vector<Placement> shards;
   int64_t numElements() const {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
     return n;
+  }
+  /// Elements of each part of a sharded tensor (its buffers' size).
+  int64_t shardElements() const {
+    return shards.empty() ? numElements() : ops::shardElements(numElements(), int64_t(shards.size()));
   }
 };
 
@@ -161,6 +172,9 @@ struct OpSignature {
 struct Plan {
   std::string model;
   uint64_t seed = 0; ///< the seed the initial values were drawn with
+  /// What the plan computes, whatever its layout (ir/ModelChecksum.h); 0:
+  /// unknown (a plan built by hand), so no other plan's checkpoint resumes.
+  uint64_t modelChecksum = 0;
   std::vector<DeviceProgram> devices;
   std::vector<TensorRef> inputs;
   std::vector<TensorRef> outputs;

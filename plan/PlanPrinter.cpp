@@ -56,8 +56,15 @@ std::string valueName(const DeviceProgram &d, uint32_t id) {
 }
 
 void printRef(const Plan &plan, const char *what, const TensorRef &r, std::ostream &os) {
-  os << what << " %" << r.name << " : " << typeText(r.dtype, r.shape) << " @"
-     << deviceName(plan, r.device) << " b" << r.buffer;
+  os << what << " %" << r.name << " : " << typeText(r.dtype, r.shape);
+  if (!r.shards.empty()) {
+    for (size_t i = 0; i < r.shards.size(); ++i)
+      os << (i ? ", " : " sharded @") << deviceName(plan, r.shards[i].device) << " b"
+         << r.shards[i].buffer;
+    os << "\n";
+    return;
+  }
+  os << " @" << deviceName(plan, r.device) << " b" << r.buffer;
   for (size_t i = 0; i < r.mirrors.size(); ++i)
     os << (i ? ", " : " mirrored @") << deviceName(plan, r.mirrors[i].device) << " b"
        << r.mirrors[i].buffer;
@@ -118,7 +125,8 @@ void printInstr(const Plan &plan, const DeviceProgram &d, size_t i, const Instr 
 } // namespace
 
 void printPlan(const Plan &plan, std::ostream &os) {
-  os << "plan " << plan.model << " (seed " << plan.seed << ")\n";
+  os << "plan " << plan.model << " (seed " << plan.seed << ", model checksum "
+     << hex64(plan.modelChecksum) << ")\n";
   os << "devices:";
   for (const DeviceProgram &d : plan.devices) os << " " << d.device;
   os << "\n";

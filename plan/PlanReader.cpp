@@ -22,11 +22,11 @@
 #include "plan/PlanIO.h"
 
 #include "support/Error.h"
+#include "support/StringUtil.h"
 #include "support/FileIO.h"
 
 #include <nlohmann/json.hpp>
 
-#include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -37,12 +37,6 @@ namespace mpc::plan {
 using nlohmann::json;
 
 namespace {
-
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%016" PRIx64, v);
-  return buf;
-}
 
 /// A bounded, iterative walk over CBOR bytes: checks that they hold exactly
 /// one well-formed item of the kinds the writer produces, nested at most
@@ -260,16 +254,25 @@ public:
     r.shape = shape(field(j, "shape", ptr), ptr + "/shape");
     r.device = u32(field(j, "device", ptr), ptr + "/device");
     r.buffer = u32(field(j, "buffer", ptr), ptr + "/buffer");
-    if (auto it = j.find("mirrors"); it != j.end()) {
-      const json &a = array(*it, ptr + "/mirrors");
-      for (size_t i = 0; i < a.size(); ++i) {
-        std::string mp = ptr + "/mirrors/" + std::to_string(i);
-        std::vector<uint32_t> pair = ids(a[i], mp);
-        if (pair.size() != 2) fail(mp, "expected [device, buffer]");
-        r.mirrors.push_back({pair[0], pair[1]});
-      }
-    }
+    r.mirrors = placements(j, "mirrors", ptr);
+    r.shards = placements(j, "shards", ptr);
     return r;
+  }
+
+  /// A list of [device, buffer] pairs under `key`; empty when absent.
+  std::vector<Placement> placements(const json &j, const char *key, const std::string &ptr) const {
+    std::vector<Placement> out;
+    auto it = j.find(key);
+    if (it == j.end()) return out;
+    std::string lp = ptr + "/" + key;
+    const json &a = array(*it, lp);
+    for (size_t i = 0; i < a.size(); ++i) {
+      std::string mp = lp + "/" + std::to_string(i);
+      std::vector<uint32_t> pair = ids(a[i], mp);
+      if (pair.size() != 2) fail(mp, "expected [device, buffer]");
+      out.push_back({pair[0], pair[1]});
+    }
+    return out;
   }
 
   std::vector<TensorRef> refs(const json &meta, const char *key) const {
@@ -285,6 +288,7 @@ public:
     object(meta, "");
     p.model = str(field(meta, "model", ""), "/model");
     p.seed = u64(field(meta, "seed", ""), "/seed");
+    p.modelChecksum = u64(field(meta, "model_checksum", ""), "/model_checksum");
     const json &devices = array(field(meta, "devices", ""), "/devices");
     for (size_t di = 0; di < devices.size(); ++di) {
       std::string dp = "/devices/" + std::to_string(di);
@@ -384,7 +388,7 @@ Plan deserializePlan(const uint8_t *data, size_t size, const std::string &file) 
                       " is older than this mpc reads (" + std::to_string(kPlanFormatVersion) +
                       "): compile the model again with this mpc");
   uint32_t flags = uint32_t(loadLE(data + kHeaderFlagsOffset, 4));
-  if (flags != 0) throw headerError("unknown flags " + hex(flags) + " (expected 0)");
+  if (flags != 0) throw headerError("unknown flags " + hex64(flags) + " (expected 0)");
   uint64_t metaLen = loadLE(data + kHeaderMetaLenOffset, 8);
   uint64_t dataLen = loadLE(data + kHeaderDataLenOffset, 8);
   if (metaLen == 0 || metaLen > kMaxMetaBytes)
@@ -400,8 +404,8 @@ Plan deserializePlan(const uint8_t *data, size_t size, const std::string &file) 
   uint64_t stored = loadLE(data + kHeaderChecksumOffset, 8);
   uint64_t actual = planChecksum(data + kHeaderSize, size - kHeaderSize);
   if (stored != actual)
-    throw headerError("checksum mismatch: the header says " + hex(stored) +
-                      ", the content hashes to " + hex(actual) + " (the file is corrupt)");
+    throw headerError("checksum mismatch: the header says " + hex64(stored) +
+                      ", the content hashes to " + hex64(actual) + " (the file is corrupt)");
   for (uint64_t i = metaOffset() + metaLen; i < dataOff; ++i)
     if (data[i] != 0) throw UserError(file, kSectionData, "nonzero padding before the data section");
 

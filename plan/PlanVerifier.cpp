@@ -604,7 +604,8 @@ struct Verifier {
     }
   }
 
-  void checkRef(const TensorRef &r, const std::string &path) {
+  void checkRef(const TensorRef &r, const std::string &path, bool state = false) {
+    if (!r.shards.empty()) return checkShards(r, path, state);
     checkPlacement(r, {r.device, r.buffer}, path);
     for (size_t i = 0; i < r.mirrors.size(); ++i) {
       std::string mp = path + "/mirrors/" + std::to_string(i);
@@ -614,6 +615,32 @@ struct Verifier {
       if (twice && m.device < plan.devices.size())
         report(mp + "/0", "'" + r.name + "' has two placements on " + plan.devices[m.device].device);
       checkPlacement(r, m, mp);
+    }
+  }
+
+  /// A sharded state (TensorRef::shards): parts on distinct devices, the
+  /// first its own placement, each a persistent buffer of [shardElements].
+  void checkShards(const TensorRef &r, const std::string &path, bool state) {
+    std::string sp = path + "/shards";
+    if (!state) return report(sp, "'" + r.name + "' is sharded, and only optimizer state may be");
+    if (!r.mirrors.empty())
+      return report(sp, "'" + r.name + "' is both mirrored and sharded");
+    if (r.shards.size() > size_t(ops::OpSchema::kMaxVariadicArity))
+      return report(sp, "'" + r.name + "' has " + std::to_string(r.shards.size()) +
+                            " shards; at most " + std::to_string(ops::OpSchema::kMaxVariadicArity));
+    if (!(r.shards[0] == Placement{r.device, r.buffer}))
+      report(sp + "/0", "'" + r.name + "' names another placement than its first shard");
+    if (r.dtype != DType::F32) report(path + "/dtype", "sharded '" + r.name + "' must be f32");
+    TensorRef part = r;
+    part.shape = {r.shardElements()};
+    for (size_t i = 0; i < r.shards.size(); ++i) {
+      std::string ip = sp + "/" + std::to_string(i);
+      const Placement &m = r.shards[i];
+      bool twice = false;
+      for (size_t j = 0; j < i; ++j) twice = twice || r.shards[j].device == m.device;
+      if (twice && m.device < plan.devices.size())
+        report(ip + "/0", "'" + r.name + "' has two shards on " + plan.devices[m.device].device);
+      checkPlacement(part, m, ip);
     }
   }
 
@@ -689,7 +716,8 @@ struct Verifier {
     }
     checkPipeline();
     auto refs = [&](const std::vector<TensorRef> &rs, const char *key) {
-      for (size_t i = 0; i < rs.size(); ++i) checkRef(rs[i], std::string("/") + key + "/" + std::to_string(i));
+      for (size_t i = 0; i < rs.size(); ++i)
+        checkRef(rs[i], std::string("/") + key + "/" + std::to_string(i), rs.data() == plan.states.data());
     };
     refs(plan.inputs, "inputs");
     refs(plan.outputs, "outputs");

@@ -16,6 +16,7 @@
 
 #include "support/Error.h"
 #include "support/FileIO.h"
+#include "support/Hash.h"
 
 #include <nlohmann/json.hpp>
 
@@ -23,14 +24,7 @@ namespace mpc::plan {
 
 using nlohmann::json;
 
-uint64_t planChecksum(const uint8_t *data, size_t size) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < size; ++i) {
-    h ^= data[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
+uint64_t planChecksum(const uint8_t *data, size_t size) { return fnv1a64(data, size); }
 
 namespace {
 
@@ -131,17 +125,19 @@ void writeInstr(CborWriter &w, const Instr &in) {
 }
 
 void writeRef(CborWriter &w, const TensorRef &r) {
-  w.beginMap(r.mirrors.empty() ? 5 : 6);
+  auto placements = [&](const char *key, const std::vector<Placement> &list) {
+    w.key(key);
+    w.beginArray(list.size());
+    for (const Placement &m : list) w.writeInts(std::vector<uint32_t>{m.device, m.buffer});
+  };
+  w.beginMap(5 + !r.mirrors.empty() + !r.shards.empty());
   w.key("buffer").writeUnsigned(r.buffer);
   w.key("device").writeUnsigned(r.device);
   w.key("dtype").writeString(dtypeName(r.dtype));
-  if (!r.mirrors.empty()) {
-    w.key("mirrors");
-    w.beginArray(r.mirrors.size());
-    for (const Placement &m : r.mirrors) w.writeInts(std::vector<uint32_t>{m.device, m.buffer});
-  }
+  if (!r.mirrors.empty()) placements("mirrors", r.mirrors);
   w.key("name").writeString(r.name);
   w.key("shape").writeInts(r.shape);
+  if (!r.shards.empty()) placements("shards", r.shards);
 }
 
 void writeRefs(CborWriter &w, const std::vector<TensorRef> &refs) {
@@ -184,7 +180,7 @@ void writeOpSignature(CborWriter &w, const OpSignature &s) {
 uint64_t writeMeta(const Plan &plan, std::vector<uint8_t> &out) {
   CborWriter w(out);
   bool pipelined = plan.pipeline.microbatches > 1;
-  w.beginMap(11 + pipelined);
+  w.beginMap(12 + pipelined);
   w.key("devices");
   w.beginArray(plan.devices.size());
   for (const DeviceProgram &d : plan.devices) writeDevice(w, d);
@@ -208,6 +204,7 @@ uint64_t writeMeta(const Plan &plan, std::vector<uint8_t> &out) {
   else
     w.writeNull();
   w.key("model").writeString(plan.model);
+  w.key("model_checksum").writeUnsigned(plan.modelChecksum);
   w.key("ops");
   w.beginArray(plan.ops.size());
   for (const OpSignature &s : plan.ops) writeOpSignature(w, s);

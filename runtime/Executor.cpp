@@ -15,6 +15,7 @@
 #include "support/Error.h"
 
 #include <algorithm>
+#include <cstring>
 #include <sched.h>
 
 namespace mpc::runtime {
@@ -235,6 +236,22 @@ void Executor::write(const plan::TensorRef &tensor, const void *src, size_t byte
   MPC_ASSERT(bytes == size_t(tensor.numElements()) * 4,
              "size mismatch writing '" + tensor.name + "'");
   MPC_ASSERT(hosts(tensor), "tensor '" + tensor.name + "' is on devices of other processes");
+  if (!tensor.shards.empty()) {
+    // Each part hosted here: its elements of the whole, zeros past the end.
+    const int64_t n = tensor.numElements(), parts = int64_t(tensor.shards.size());
+    std::vector<uint8_t> part(size_t(tensor.shardElements()) * 4);
+    for (int64_t i = 0; i < parts; ++i) {
+      const plan::Placement &at = tensor.shards[size_t(i)];
+      if (!hosts(at.device)) continue;
+      ops::ElementRange r = ops::shardRange(n, parts, i);
+      std::fill(part.begin(), part.end(), uint8_t(0));
+      if (r.size() > 0)
+        std::memcpy(part.data(), static_cast<const uint8_t *>(src) + r.begin * 4,
+                    size_t(r.size()) * 4);
+      backends_[at.device]->upload(at.buffer, part.data(), part.size());
+    }
+    return;
+  }
   // Every placement here: a data-parallel replica's copy starts equal.
   if (hosts(tensor.device)) backends_[tensor.device]->upload(tensor.buffer, src, bytes);
   for (const plan::Placement &m : tensor.mirrors)
@@ -245,9 +262,29 @@ void Executor::read(const plan::TensorRef &tensor, void *dst, size_t bytes) {
   MPC_ASSERT(bytes == size_t(tensor.numElements()) * 4,
              "size mismatch reading '" + tensor.name + "'");
   MPC_ASSERT(hosts(tensor), "tensor '" + tensor.name + "' is on devices of other processes");
+  if (!tensor.shards.empty()) {
+    for (size_t i = 0; i < tensor.shards.size(); ++i) {
+      std::vector<uint8_t> part = readShard(tensor, i);
+      ops::ElementRange r =
+          ops::shardRange(tensor.numElements(), int64_t(tensor.shards.size()), int64_t(i));
+      if (r.size() > 0)
+        std::memcpy(static_cast<uint8_t *>(dst) + r.begin * 4, part.data(), size_t(r.size()) * 4);
+    }
+    return;
+  }
   if (hosts(tensor.device)) return backends_[tensor.device]->download(tensor.buffer, dst, bytes);
   for (const plan::Placement &m : tensor.mirrors)
     if (hosts(m.device)) return backends_[m.device]->download(m.buffer, dst, bytes);
+}
+
+std::vector<uint8_t> Executor::readShard(const plan::TensorRef &tensor, size_t i) {
+  MPC_ASSERT(i < tensor.shards.size(), "'" + tensor.name + "' has no shard " + std::to_string(i));
+  const plan::Placement &at = tensor.shards[i];
+  MPC_ASSERT(hosts(at.device), "shard " + std::to_string(i) + " of '" + tensor.name +
+                                   "' is on a device of another process");
+  std::vector<uint8_t> part(size_t(tensor.shardElements()) * 4);
+  backends_[at.device]->download(at.buffer, part.data(), part.size());
+  return part;
 }
 
 std::vector<float> Executor::readFloats(const plan::TensorRef &tensor) {

@@ -106,13 +106,20 @@ public:
   bool hosts(uint32_t device) const {
     return device < backends_.size() && backends_[device] != nullptr;
   }
-  /// A tensor is here when one of its placements is (plan::TensorRef::mirrors).
+  /// A tensor is here when one of its placements is (plan::TensorRef::mirrors,
+  /// ::shards). Writing a sharded tensor writes the parts hosted here;
+  /// reading one needs every part here (job::gatherTensors joins them
+  /// across processes).
   bool hosts(const plan::TensorRef &tensor) const {
     if (hosts(tensor.device)) return true;
     for (const plan::Placement &m : tensor.mirrors)
       if (hosts(m.device)) return true;
+    for (const plan::Placement &m : tensor.shards)
+      if (hosts(m.device)) return true;
     return false;
   }
+  /// Part `i` of a sharded tensor (its padded bytes), hosted here.
+  std::vector<uint8_t> readShard(const plan::TensorRef &tensor, size_t i);
   /// Sum of every device's counters.
   DeviceStats stats() const;
   /// Instructions of one step, all devices together.

@@ -14,6 +14,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "support/Hash.h"
+
 #include <cstdint>
 #include <string_view>
 
@@ -62,14 +64,7 @@ MPC_HOST_DEVICE inline Block dropoutBlock(Key key, uint64_t step, uint64_t b) {
 
 /// 64-bit FNV-1a of a node name: the part of the key that tells dropout
 /// nodes apart.
-inline uint64_t nameHash(std::string_view name) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : name) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
+inline uint64_t nameHash(std::string_view name) { return fnv1a64(name); }
 
 /// The key of a dropout node: the plan seed mixed with the node's name hash.
 inline Key dropoutKey(uint64_t seed, uint64_t nameHash) {

@@ -3,9 +3,16 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cinttypes>
 #include <cstdio>
 
 namespace mpc {
+
+std::string hex64(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%016" PRIx64, v);
+  return buf;
+}
 
 std::string shapeText(const std::vector<int64_t> &shape) {
   std::string s = "[";

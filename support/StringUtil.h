@@ -23,6 +23,10 @@ std::string shapeText(const std::vector<int64_t> &shape);
 /// and statistic of mpc writes it.
 std::string byteSizeText(uint64_t bytes);
 
+/// "0x00c0ffee00c0ffee": a 64-bit checksum as plans, checkpoints and
+/// messages print it.
+std::string hex64(uint64_t v);
+
 /// "a, b, c": `parts` joined by `separator`, as lists in messages read.
 std::string joinText(const std::vector<std::string> &parts, std::string_view separator = ", ");
 

@@ -2,7 +2,7 @@
 //
 // The float64 reference kernels of sgd_update and adam_update, which update
 // the parameter and optimizer state in place as torch.optim.SGD, Adam and
-// AdamW do; neither op is differentiable. The schemas are in
+// AdamW do, and of assign; none is differentiable. The schemas are in
 // ops/Optimizer.cpp.
 //
 //===----------------------------------------------------------------------===//
@@ -56,11 +56,17 @@ void refAdam(RefOps o, const AttrMap &a, RefTensor &out) {
   out.data = p.data;
 }
 
+void refAssign(RefOps o, const AttrMap &, RefTensor &out) {
+  o[0]->data = o[1]->data;
+  out.data = o[0]->data;
+}
+
 } // namespace
 
 void addOptimizerRules(RuleTable &t) {
   t[size_t(OpKind::SgdUpdate)] = {nullptr, refSgd};
   t[size_t(OpKind::AdamUpdate)] = {nullptr, refAdam};
+  t[size_t(OpKind::Assign)] = {nullptr, refAssign};
 }
 
 } // namespace mpc::ir

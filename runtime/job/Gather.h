@@ -4,7 +4,8 @@
 // by rank 0 alone, so a failed or killed rank can never leave half a file
 // and a multi-host job writes to one place. Between steps, each tensor goes
 // from the rank that hosts its device to rank 0, in list order: every rank
-// walks the same list, so the point-to-point moves always match.
+// walks the same list, so the point-to-point moves always match. A sharded
+// tensor (ZeRO-1 state) comes part by part, each from its own rank.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -4,6 +4,7 @@
 #include "plan/PlanIO.h"
 #include "runtime/train/Datasets.h"
 #include "support/Error.h"
+#include "support/StringUtil.h"
 
 #include <algorithm>
 #include <cstring>
@@ -14,7 +15,6 @@ namespace mpc::runtime {
 
 using io::Checkpoint;
 using io::describeOptimizer;
-using io::hex64;
 using io::NamedTensor;
 using plan::typeText;
 
@@ -120,21 +120,28 @@ ResumeCheck checkCheckpoint(const plan::Plan &p, const Checkpoint &ckpt, uint64_
     bool optimizerDiffers = planOpt != ckpt.info.optimizer || !stateDiffs.empty();
     std::string other = "checkpoint of another plan (checksum " + hex64(ckpt.info.planChecksum) +
                         ", this plan " + hex64(planChecksum) + ")";
-    if (!optimizerDiffers)
-      throw UserError(file, "", other + ": the parameters and the optimizer match, so the model, "
-                                        "placement or initial values changed; --force covers only "
-                                        "a changed optimizer");
-    std::string what;
-    if (planOpt != ckpt.info.optimizer)
-      what = "the optimizer differs (file: " + ckpt.info.optimizer + "; plan: " + planOpt + ")" +
-             (stateDiffs.empty() ? "" : ", state tensors: " + joinDiffs(stateDiffs));
-    else
-      what = "the optimizer's state tensors differ: " + joinDiffs(stateDiffs);
-    if (!force)
-      throw UserError(file, "", other + ": " + what +
-                                    "; --force resumes with the plan's optimizer, keeping the "
-                                    "parameters and the training position");
-    check.warnings.push_back(file + ": warning: resuming under --force: " + what);
+    // One model in another layout (placement, pipeline, data parallelism,
+    // ZeRO): the same training, continued where the file stopped.
+    const bool sameModel = p.modelChecksum != 0 && p.modelChecksum == ckpt.info.modelChecksum;
+    if (!optimizerDiffers && !sameModel)
+      throw UserError(file, "", other + ": the parameters and the optimizer match, but the model "
+                                        "or its seed changed (model checksum " +
+                                        hex64(ckpt.info.modelChecksum) + ", this plan " +
+                                        hex64(p.modelChecksum) +
+                                        "); --force covers only a changed optimizer");
+    if (optimizerDiffers) {
+      std::string what;
+      if (planOpt != ckpt.info.optimizer)
+        what = "the optimizer differs (file: " + ckpt.info.optimizer + "; plan: " + planOpt + ")" +
+               (stateDiffs.empty() ? "" : ", state tensors: " + joinDiffs(stateDiffs));
+      else
+        what = "the optimizer's state tensors differ: " + joinDiffs(stateDiffs);
+      if (!force)
+        throw UserError(file, "", other + ": " + what +
+                                      "; --force resumes with the plan's optimizer, keeping the "
+                                      "parameters and the training position");
+      check.warnings.push_back(file + ": warning: resuming under --force: " + what);
+    }
   }
   // Bytes: mpc writes no checkpoint holding a NaN or an infinity (the run
   // stops instead), so one here is damage too, found before anything loads.

@@ -160,7 +160,7 @@ void Trainer::checkFlags() const {
 /// and every flag that decides which collective steps a rank takes part in.
 void Trainer::agree(const plan::Plan &p) {
   job::StartupRecord r = {
-      {"the plan's checksum", io::hex64(checksum_)},
+      {"the plan's checksum", hex64(checksum_)},
       {"the plan's devices", std::to_string(p.devices.size())},
       {"--steps", opt_.steps ? std::to_string(opt_.steps) : ""},
       {"--epochs", opt_.epochs ? std::to_string(opt_.epochs) : ""},
@@ -285,6 +285,7 @@ void Trainer::prepare() {
   lossRank_ = p.hasLoss ? placement_.rankOf[p.loss.device] : 0;
 
   info_.planChecksum = checksum_;
+  info_.modelChecksum = p.modelChecksum;
   info_.model = p.model;
   info_.optimizer = io::describeOptimizer(p);
   info_.version = MPC_VERSION;

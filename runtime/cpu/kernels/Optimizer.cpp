@@ -1,4 +1,4 @@
-//===- runtime/cpu/kernels/Optimizer.cpp - sgd_update, adam_update ------===//
+//===- runtime/cpu/kernels/Optimizer.cpp - sgd_update, adam_update, assign ===//
 //
 // In-place parameter updates with torch.optim semantics, exactly as the op
 // records define them (ir/ops/Optimizer.cpp): SGD with momentum, dampening,
@@ -95,11 +95,21 @@ void runAdam(const KernelInstance &k) {
   finish(k);
 }
 
+// assign: the value into the target; the result is the target's bytes.
+void prepareAssign(KernelInstance &) {}
+
+void runAssign(const KernelInstance &k) {
+  if (k.in[0].data != k.in[1].data)
+    std::memmove(k.in[0].data, k.in[1].data, size_t(k.in[0].numel) * 4);
+  finish(k);
+}
+
 } // namespace
 
 namespace kernels::Optimizer {
 const CpuKernel SgdUpdate{prepareSgd, runSgd};
 const CpuKernel AdamUpdate{prepareAdam, runAdam};
+const CpuKernel Assign{prepareAssign, runAssign};
 } // namespace kernels::Optimizer
 
 } // namespace mpc::runtime::cpu

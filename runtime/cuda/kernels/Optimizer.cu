@@ -152,11 +152,28 @@ Launch prepareAdam(const KernelOperands &k) {
   };
 }
 
+/// assign: the value into the target, then the target into the result when
+/// the plan gave the result its own buffer.
+Launch prepareAssign(const KernelOperands &k) {
+  void *target = k.inPtr[0];
+  const void *value = k.inPtr[1];
+  size_t bytes = k.inputs[0]->bytes;
+  KernelOperands copy = k;
+  cudaStream_t s = k.ctx.stream;
+  return [=] {
+    if (bytes && target != value)
+      cudaCheck(cudaMemcpyAsync(target, value, bytes, cudaMemcpyDeviceToDevice, s),
+                "cudaMemcpyAsync");
+    copyResult(copy, s);
+  };
+}
+
 } // namespace
 
 namespace kernels::Optimizer {
 const CudaKernel SgdUpdate{nullptr, prepareSgd};
 const CudaKernel AdamUpdate{nullptr, prepareAdam};
+const CudaKernel Assign{nullptr, prepareAssign};
 } // namespace kernels::Optimizer
 
 } // namespace mpc::runtime::cuda

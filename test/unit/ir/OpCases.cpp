@@ -317,6 +317,8 @@ std::vector<OpCase> buildCases() {
   add(OpKind::SgdUpdate, "nesterov", {f32({3}), f32({3}), f32({3}), f32({1})},
       {{"lr", 0.1}, {"momentum", 0.8}, {"nesterov", true}, {"weight_decay", 0.001}},
       {{}, {}, {}, integers(1, 5)});
+  add(OpKind::Assign, "matrix", {f32({3, 2}), f32({3, 2})});
+  add(OpKind::Assign, "vector", {f32({7}), f32({7})});
   add(OpKind::AdamUpdate, "first", {f32({3, 2}), f32({3, 2}), f32({3, 2}), f32({3, 2}), f32({1})},
       {{"lr", 0.001}}, {{}, {}, {}, moment2, integers(0, 0)});
   add(OpKind::AdamUpdate, "later", {f32({5}), f32({5}), f32({5}), f32({5}), f32({1})},

@@ -156,7 +156,7 @@ TEST(PlanFile, LayoutIsAsDocumented) {
   std::vector<uint8_t> f = seedPlanBytes();
   EXPECT_EQ(std::string(reinterpret_cast<const char *>(f.data()), 7), "MPCPLAN");
   EXPECT_EQ(f[7], 0);
-  EXPECT_EQ(plan::loadLE(&f[8], 4), 3u);
+  EXPECT_EQ(plan::loadLE(&f[8], 4), 4u);
   uint64_t data = plan::dataOffset(metaLen(f));
   EXPECT_EQ(data % 64, 0u);
   EXPECT_EQ(data + plan::loadLE(&f[24], 8), f.size());
@@ -251,7 +251,7 @@ TEST(PlanFile, FutureVersionIsRejected) {
   std::vector<uint8_t> f = seedPlanBytes();
   plan::storeLE(&f[plan::kHeaderVersionOffset], 7, 4);
   EXPECT_EQ(parseError(f),
-            "plan.bin: error: header: plan format version 7 is newer than this mpc supports (3)");
+            "plan.bin: error: header: plan format version 7 is newer than this mpc supports (4)");
   plan::storeLE(&f[plan::kHeaderVersionOffset], 0, 4);
   EXPECT_NE(parseError(f), "");
 }
@@ -261,7 +261,7 @@ TEST(PlanFile, OlderVersionIsRejected) {
   std::vector<uint8_t> f = seedPlanBytes();
   plan::storeLE(&f[plan::kHeaderVersionOffset], 1, 4);
   EXPECT_EQ(parseError(f), "plan.bin: error: header: plan format version 1 is older than this "
-                           "mpc reads (3): compile the model again with this mpc");
+                           "mpc reads (4): compile the model again with this mpc");
 }
 
 TEST(PlanFile, HugeLengthsAreRejectedBeforeAllocating) {
@@ -413,7 +413,7 @@ TEST(PlanFile, MetaIsNlohmannsEncodingOfTheSameDocument) {
   recv.output = 0;
   d.instrs = {k, send, recv};
   p.devices = {d, d};
-  p.inputs.push_back({"x", plan::DType::F32, {100, 2}, 1, 0, {}});
+  p.inputs.push_back({"x", plan::DType::F32, {100, 2}, 1, 0, {}, {}});
   p.optimizer = {"sgd", {{"lr", 0.01}, {"momentum", 0.0}, {"nesterov", 1.0}}};
   p.pipeline = {3, "gpipe", {0, 1, 0}};
   p.ops = {{"test", 0, ~0u, {{"b", plan::AttrKind::Bool}, {"l", plan::AttrKind::Ints}}}};
@@ -834,7 +834,8 @@ TEST(PlanVerifier, DetectsMismatchedTransfers) {
 TEST(PlanPrinter, ShowsInstructionsReadably) {
   auto g = test::seedTrainingGraph();
   std::string s = printed(compiler::lower(*g, {}));
-  EXPECT_NE(s.find("plan regression3 (seed 0)\ndevices: cpu:0 cpu:1 cpu:2\noptimizer: adam {"),
+  EXPECT_EQ(s.rfind("plan regression3 (seed 0, model checksum 0x", 0), 0u) << s;
+  EXPECT_NE(s.find(")\ndevices: cpu:0 cpu:1 cpu:2\noptimizer: adam {"),
             std::string::npos)
       << s;
   EXPECT_NE(s.find("param %w0 : f32[2,2] @cpu:0"), std::string::npos) << s;

@@ -74,7 +74,7 @@ struct PlanBuilder {
   }
   plan::TensorRef ref(uint32_t dev, uint32_t buf) {
     const plan::Buffer &b = p.devices[dev].buffers[buf];
-    return plan::TensorRef{b.name, b.dtype, b.shape, dev, buf, {}};
+    return plan::TensorRef{b.name, b.dtype, b.shape, dev, buf, {}, {}};
   }
 };
 

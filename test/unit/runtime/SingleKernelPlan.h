@@ -51,10 +51,10 @@ inline plan::Plan singleKernelPlan(const std::string &op, const plan::AttrMap &a
   for (size_t i = 0; i < operands.size(); ++i) {
     uint32_t id = addBuffer("in" + std::to_string(i), operands[i]);
     in.inputs.push_back(id);
-    p.inputs.push_back({"in" + std::to_string(i), operands[i].dtype, operands[i].shape, 0, id, {}});
+    p.inputs.push_back({"in" + std::to_string(i), operands[i].dtype, operands[i].shape, 0, id, {}, {}});
   }
   in.output = addBuffer("out", result);
-  p.outputs.push_back({"out", result.dtype, result.shape, 0, in.output, {}});
+  p.outputs.push_back({"out", result.dtype, result.shape, 0, in.output, {}, {}});
   d.instrs.push_back(in);
   d.persistentBytes = offset;
   p.devices.push_back(std::move(d));

@@ -1,0 +1,43 @@
+//===- ops/Shard.h - a tensor's elements split into parts -----------------===//
+//
+// How the elements of a tensor split over the R members of a group: the
+// ranges collectives reduce or hold (ops/Collective.h), and ZeRO-1's layout
+// of sharded optimizer state, which the IR, the plan and the runtime share.
+// Plain C++17: plan/Plan.h, which CUDA translation units include, uses it.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mpc::ops {
+
+/// Elements [begin, end) of a flat tensor.
+struct ElementRange {
+  int64_t begin = 0, end = 0;
+  int64_t size() const { return end - begin; }
+};
+
+/// Elements [begin, end) of part `i` of `n` elements split into `parts`
+/// consecutive ranges as evenly as integers allow. For reduce_scatter and
+/// all_gather, whose axis 0 divides evenly, part i is exactly the rows of
+/// member i.
+constexpr ElementRange partOf(int64_t n, size_t parts, size_t i) {
+  return {n * int64_t(i) / int64_t(parts), n * int64_t(i + 1) / int64_t(parts)};
+}
+
+/// ZeRO-1's layout of a tensor of `n` elements sharded over `parts` members
+/// (docs/parallelism.md): flattened, zero-padded at the end to parts·S
+/// elements, S = ceil(n / parts), member i holding [i·S, (i+1)·S). Every
+/// part has one size, as reduce_scatter and all_gather need; shardRange
+/// gives the tensor's own elements in part i (empty past the end).
+constexpr int64_t shardElements(int64_t n, int64_t parts) { return (n + parts - 1) / parts; }
+constexpr ElementRange shardRange(int64_t n, int64_t parts, int64_t i) {
+  int64_t s = shardElements(n, parts);
+  int64_t begin = i * s < n ? i * s : n;
+  int64_t end = (i + 1) * s < n ? (i + 1) * s : n;
+  return {begin, end};
+}
+
+} // namespace mpc::ops
