@@ -85,10 +85,15 @@ struct Update {
 };
 using Updates = std::map<const Node *, Update>; // param -> its update
 
-/// The optimizer state operands of an update that are sharded (those of
-/// the parameter's shape; not the step counter).
+/// The optimizer state operands of an update that are sharded: those read
+/// element by element with the parameter (momentum_buf, m, v), not the step
+/// counter, which every element's update reads whole. By the operand's
+/// name in the op's schema, not its shape: a parameter of one element has
+/// the step counter's type.
 bool shardedOperand(const Node *update, size_t k) {
-  return k >= 2 && update->inputs[k]->kind == ir::NodeKind::State &&
+  const std::vector<std::string> &names = update->info().operands;
+  return k >= 2 && k < names.size() && names[k] != "step" &&
+         update->inputs[k]->kind == ir::NodeKind::State &&
          update->inputs[k]->type == update->inputs[0]->type;
 }
 

@@ -848,3 +848,86 @@ TEST(PlanPrinter, ShowsInstructionsReadably) {
 
 } // namespace
 } // namespace mpc
+
+namespace mpc {
+namespace {
+
+/// regression3 in two replicas under ZeRO-1: Adam's m and v in two shards.
+plan::Plan zeroPlan() {
+  passes::PassOptions o;
+  o.dataParallel = 2;
+  o.zero = 1;
+  return compiler::compileModel(exampleModel(), o);
+}
+
+/// The index of the first sharded state of `p`.
+size_t firstSharded(const plan::Plan &p) {
+  for (size_t i = 0; i < p.states.size(); ++i)
+    if (!p.states[i].shards.empty()) return i;
+  ADD_FAILURE() << "no sharded state";
+  return 0;
+}
+
+TEST(PlanFile, ShardsAndModelChecksumRoundTrip) {
+  plan::Plan p = zeroPlan();
+  EXPECT_NE(p.modelChecksum, 0u);
+  std::vector<uint8_t> bytes = plan::serializePlan(p);
+  plan::Plan q = plan::deserializePlan(bytes.data(), bytes.size(), "plan.bin");
+  EXPECT_EQ(q.modelChecksum, p.modelChecksum);
+  ASSERT_EQ(q.states.size(), p.states.size());
+  size_t sharded = 0;
+  for (size_t i = 0; i < p.states.size(); ++i) {
+    EXPECT_EQ(q.states[i].shards, p.states[i].shards) << p.states[i].name;
+    EXPECT_EQ(q.states[i].mirrors, p.states[i].mirrors) << p.states[i].name;
+    sharded += !p.states[i].shards.empty();
+  }
+  EXPECT_EQ(sharded, 12u); // m and v of six parameters
+  EXPECT_EQ(plan::serializePlan(q), bytes);
+  // The layout does not enter the model checksum; the model and seed do.
+  EXPECT_EQ(compiler::compileModel(exampleModel()).modelChecksum, p.modelChecksum);
+  EXPECT_NE(compiler::compileModel(exampleModel(), {}, 1).modelChecksum, p.modelChecksum);
+}
+
+TEST(PlanVerifier, ChecksShards) {
+  const plan::Plan valid = zeroPlan();
+  ASSERT_TRUE(problemsOf(valid).empty());
+  size_t s = firstSharded(valid);
+  auto expectProblem = [](const plan::Plan &p, const std::string &want) {
+    std::vector<std::string> problems = problemsOf(p);
+    bool found = false;
+    for (const std::string &m : problems) found = found || m.find(want) != std::string::npos;
+    std::string all;
+    for (const std::string &m : problems) all += m + "\n";
+    EXPECT_TRUE(found) << "want '" << want << "' in:\n" << all;
+  };
+  std::string name = valid.states[s].name;
+
+  plan::Plan p = valid;
+  p.params[0].shards = {{p.params[0].device, p.params[0].buffer}};
+  expectProblem(p, "'" + p.params[0].name + "' is sharded, and only optimizer state may be");
+
+  p = valid;
+  p.states[s].mirrors = {p.states[s].shards[1]};
+  expectProblem(p, "'" + name + "' is both mirrored and sharded");
+
+  p = valid;
+  std::swap(p.states[s].shards[0], p.states[s].shards[1]);
+  expectProblem(p, "'" + name + "' names another placement than its first shard");
+
+  p = valid;
+  p.states[s].shards[1] = p.states[s].shards[0];
+  expectProblem(p, "'" + name + "' has two shards on " +
+                       p.devices[p.states[s].device].device);
+
+  // A part's buffer must hold ceil(n / R) elements, not the whole tensor.
+  p = valid;
+  p.states[s].shards.pop_back();
+  expectProblem(p, "'" + name + "' is f32[");
+
+  p = valid;
+  p.states[s].shards.assign(65, p.states[s].shards[0]);
+  expectProblem(p, "'" + name + "' has 65 shards; at most 64");
+}
+
+} // namespace
+} // namespace mpc

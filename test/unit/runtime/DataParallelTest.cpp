@@ -4,15 +4,21 @@
 // and optimizer state (plan::TensorRef::mirrors) holds the same bits as
 // replica 0's: each replica updates from the same all-reduced gradient. Also
 // pipelined (M = 2) and over three replicas, and on one thread and several.
+// Under ZeRO-1 (--zero=1) each replica holds 1/R of the optimizer state, and
+// training gives the bits of plain data parallelism.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Compile.h"
+#include "ops/Shard.h"
 #include "runtime/Executor.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <algorithm>
+#include <memory>
 #include <random>
+#include <set>
 
 namespace mpc {
 namespace {
@@ -88,6 +94,116 @@ TEST(DataParallel, ReplicasStayBitIdentical) {
   expectReplicasEqual(2, 1, 4);
   expectReplicasEqual(3, 1, 2);
   expectReplicasEqual(2, 2, 2);
+}
+
+/// Runs `steps` steps of `p` on the same random inputs; returns the executor.
+std::unique_ptr<runtime::Executor> train(const plan::Plan &p, int steps) {
+  auto exec = std::make_unique<runtime::Executor>(p, runtime::cpuBackendFactory(), nullptr,
+                                                  std::vector<bool>{}, 2);
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal;
+  for (int step = 0; step < steps; ++step) {
+    for (const plan::TensorRef &t : p.inputs) {
+      std::vector<float> v(size_t(t.numElements()));
+      for (float &x : v) x = normal(rng);
+      exec->write(t, v.data(), v.size() * 4);
+    }
+    exec->step();
+  }
+  return exec;
+}
+
+/// Bytes of the persistent buffers of optimizer state on each device.
+std::vector<uint64_t> stateBytesPerDevice(const plan::Plan &p) {
+  std::vector<uint64_t> bytes(p.devices.size(), 0);
+  for (const plan::TensorRef &t : p.states) {
+    std::vector<plan::Placement> at = t.shards;
+    if (at.empty()) {
+      at = t.mirrors;
+      at.push_back({t.device, t.buffer});
+    }
+    for (const plan::Placement &m : at) bytes[m.device] += p.devices[m.device].buffers[m.buffer].bytes;
+  }
+  return bytes;
+}
+
+void expectZeroMatchesPlain(int64_t replicas, int64_t microbatches) {
+  SCOPED_TRACE("R = " + std::to_string(replicas) + ", M = " + std::to_string(microbatches));
+  passes::PassOptions options;
+  options.dataParallel = replicas;
+  options.microbatches = microbatches;
+  plan::Plan plain = compiler::compileModel(kModel, options);
+  options.zero = 1;
+  plan::Plan zero = compiler::compileModel(kModel, options);
+
+  // Layout: Adam's m and v in R shards on distinct devices, one per replica,
+  // each ceil(n / R) elements; the step counters whole, mirrored.
+  ASSERT_EQ(zero.states.size(), plain.states.size());
+  size_t sharded = 0;
+  for (const plan::TensorRef &t : zero.states) {
+    if (t.shape == std::vector<int64_t>{1}) {
+      EXPECT_TRUE(t.shards.empty()) << t.name;
+      EXPECT_EQ(t.mirrors.size(), size_t(replicas - 1)) << t.name;
+      continue;
+    }
+    ++sharded;
+    ASSERT_EQ(t.shards.size(), size_t(replicas)) << t.name;
+    EXPECT_TRUE(t.mirrors.empty()) << t.name;
+    std::set<uint32_t> devices;
+    for (const plan::Placement &m : t.shards) {
+      devices.insert(m.device);
+      EXPECT_EQ(zero.devices[m.device].buffers[m.buffer].numElements(),
+                ops::shardElements(t.numElements(), replicas))
+          << t.name;
+    }
+    EXPECT_EQ(devices.size(), size_t(replicas)) << t.name;
+  }
+  EXPECT_EQ(sharded, 6u);
+
+  // Memory: per device, the state bytes fall by R, but for the whole step
+  // counters and the padding of the last part.
+  std::vector<uint64_t> was = stateBytesPerDevice(plain), now = stateBytesPerDevice(zero);
+  for (size_t d = 0; d < was.size(); ++d) {
+    SCOPED_TRACE(plain.devices[d].device);
+    uint64_t counters = 0, padding = 0;
+    for (const plan::TensorRef &t : plain.states) {
+      bool here = t.device == d;
+      for (const plan::Placement &m : t.mirrors) here = here || m.device == d;
+      if (!here) continue;
+      if (t.shape == std::vector<int64_t>{1}) counters += 4;
+      else padding += 4 * uint64_t(replicas * ops::shardElements(t.numElements(), replicas) -
+                                   t.numElements());
+    }
+    EXPECT_GT(was[d], counters);
+    EXPECT_EQ(now[d] - counters, (was[d] - counters + padding) / uint64_t(replicas));
+  }
+
+  // Training: parameters (every replica's) and whole states are plain data
+  // parallelism's, bit for bit.
+  auto a = train(plain, 5), b = train(zero, 5);
+  for (size_t i = 0; i < plain.params.size(); ++i) {
+    const plan::TensorRef &t = zero.params[i];
+    std::vector<uint8_t> want = bytesAt(*a, plain.params[i], {plain.params[i].device,
+                                                             plain.params[i].buffer});
+    EXPECT_EQ(bytesAt(*b, t, {t.device, t.buffer}), want) << t.name;
+    for (const plan::Placement &m : t.mirrors) EXPECT_EQ(bytesAt(*b, t, m), want) << t.name;
+  }
+  for (size_t i = 0; i < plain.states.size(); ++i) {
+    const plan::TensorRef &t = plain.states[i];
+    auto it = std::find_if(zero.states.begin(), zero.states.end(),
+                           [&](const plan::TensorRef &z) { return z.name == t.name; });
+    ASSERT_NE(it, zero.states.end()) << t.name;
+    std::vector<uint8_t> want(size_t(t.numElements()) * 4), got(want.size());
+    a->read(t, want.data(), want.size());
+    b->read(*it, got.data(), got.size());
+    EXPECT_EQ(got, want) << t.name;
+  }
+}
+
+TEST(DataParallel, ZeroShardsStateAndMatchesPlainBitForBit) {
+  expectZeroMatchesPlain(2, 1);
+  expectZeroMatchesPlain(3, 1);
+  expectZeroMatchesPlain(2, 2);
 }
 
 } // namespace
