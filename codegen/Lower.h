@@ -51,4 +51,17 @@ PipelineCost predictPipelineCost(const ir::Graph &graph, const plan::Plan &plan)
 /// `mpc compile --stats` for a pipelined plan: schedule, M, stages, bubbles.
 void printPipelineStats(const ir::Graph &graph, const plan::Plan &plan, std::ostream &os);
 
+/// How much of a step's collective time the cost model expects the rest of
+/// the step to hide (codegen/PipelineCost.cpp): the step with collectives
+/// priced, against the same step with them free.
+struct CollectiveOverlap {
+  double collectiveSeconds = 0; ///< every collective of the step once, at its price
+  double exposedSeconds = 0;    ///< what they add to the step
+  double hiddenShare = 0;       ///< 1 - exposed / collective seconds
+  double makespan = 0;          ///< the step, collectives priced
+};
+CollectiveOverlap predictCollectiveOverlap(const ir::Graph &graph, const plan::Plan &plan);
+/// `mpc compile --stats` for a plan with collectives: the line above.
+void printCollectiveOverlap(const ir::Graph &graph, const plan::Plan &plan, std::ostream &os);
+
 } // namespace mpc::codegen

@@ -1,10 +1,18 @@
-//===- codegen/PipelineCost.cpp - the bubble a pipelined plan should have -===//
+//===- codegen/PipelineCost.cpp - a step on the cost model ----------------===//
 //
-// `mpc compile --stats` on a pipelined plan predicts the bubble, the share of
-// device time spent waiting, by running the plan's instruction lists on a
-// cost model, and prints it next to the analytic bound of the schedule
-// family: (p-1)/(M+p-1) for GPipe and 1F1B, (p-1)/(v*M+p-1) interleaved,
-// with p devices, M micro-batches and v virtual stages per device.
+// `mpc compile --stats` runs the plan's instruction lists on a cost model
+// and predicts two things:
+//   * on a pipelined plan, the bubble, the share of device time spent
+//     waiting, next to the analytic bound of the schedule family:
+//     (p-1)/(M+p-1) for GPipe and 1F1B, (p-1)/(v*M+p-1) interleaved, with p
+//     devices, M micro-batches and v virtual stages per device;
+//   * on a plan with collectives, the share of their time the rest of the
+//     step hides: the step is simulated twice, with the collectives priced
+//     and free (still meetings of their groups), and what the step gains
+//     from free collectives is their exposed time. A collective runs on its
+//     device's worker, so it hides behind the other devices' work (a
+//     pipelined replica's earlier stages still in backward), not its own
+//     device's.
 //
 // The cost model: a kernel takes flops/F + bytes/B seconds (its op's FLOP
 // count from the op table; the bytes of its operands and result), a transfer
@@ -47,13 +55,20 @@ double kernelSeconds(const ir::Graph &graph, const plan::DeviceProgram &d, const
   return flops / kFlopsPerSecond + bytes / kBytesPerSecond;
 }
 
-} // namespace
+/// One step on the cost model; `priceCollectives` false makes every
+/// collective free (it still waits for its last member).
+struct StepSimulation {
+  double makespan = 0;
+  std::vector<double> busy;  ///< kernel seconds per device
+  double collectiveSeconds = 0; ///< each collective once, at its price
+};
 
-PipelineCost predictPipelineCost(const ir::Graph &graph, const plan::Plan &plan) {
+StepSimulation simulateStep(const ir::Graph &graph, const plan::Plan &plan, bool priceCollectives) {
   const size_t nd = plan.devices.size();
   std::vector<size_t> pc(nd, 0);
   std::vector<double> clock(nd, 0), busy(nd, 0);
   std::map<uint32_t, double> arrival;
+  double collectiveTotal = 0;
   // Collectives: when each member came, and when the collective ends.
   std::map<uint32_t, std::vector<double>> arrivals;
   std::set<std::pair<uint32_t, size_t>> arrived;
@@ -80,6 +95,8 @@ PipelineCost predictPipelineCost(const ir::Graph &graph, const plan::Plan &plan)
             double s = collectiveSeconds(dev, uint32_t(d), in,
                                          gpu ? CollectiveTransport::Nccl
                                              : CollectiveTransport::InProcess);
+            collectiveTotal += s;
+            if (!priceCollectives) s = 0;
             done = finished.emplace(in.channel, *std::max_element(at.begin(), at.end()) + s).first;
           }
           clock[d] = std::max(clock[d], done->second);
@@ -94,8 +111,21 @@ PipelineCost predictPipelineCost(const ir::Graph &graph, const plan::Plan &plan)
       }
     }
   }
+  StepSimulation sim;
+  sim.makespan = *std::max_element(clock.begin(), clock.end());
+  sim.busy = std::move(busy);
+  sim.collectiveSeconds = collectiveTotal;
+  return sim;
+}
+
+} // namespace
+
+PipelineCost predictPipelineCost(const ir::Graph &graph, const plan::Plan &plan) {
+  const size_t nd = plan.devices.size();
+  StepSimulation sim = simulateStep(graph, plan, true);
+  std::vector<double> &busy = sim.busy;
   PipelineCost c;
-  c.makespan = *std::max_element(clock.begin(), clock.end());
+  c.makespan = sim.makespan;
   double work = 0;
   for (double b : busy) work += b;
   c.predictedBubble = c.makespan > 0 ? 1.0 - work / (double(nd) * c.makespan) : 0.0;
@@ -120,6 +150,30 @@ void printPipelineStats(const ir::Graph &graph, const plan::Plan &plan, std::ost
                 plan.pipeline.schedule.c_str(), (long long)plan.pipeline.microbatches,
                 plan.pipeline.stages.size(), c.stageDevices, 100 * c.predictedBubble,
                 100 * c.analyticBubble);
+  os << buf;
+}
+
+
+CollectiveOverlap predictCollectiveOverlap(const ir::Graph &graph, const plan::Plan &plan) {
+  StepSimulation priced = simulateStep(graph, plan, true);
+  StepSimulation free = simulateStep(graph, plan, false);
+  CollectiveOverlap o;
+  o.collectiveSeconds = priced.collectiveSeconds;
+  o.makespan = priced.makespan;
+  o.exposedSeconds = std::clamp(priced.makespan - free.makespan, 0.0, o.collectiveSeconds);
+  o.hiddenShare = o.collectiveSeconds > 0 ? 1.0 - o.exposedSeconds / o.collectiveSeconds : 0.0;
+  return o;
+}
+
+void printCollectiveOverlap(const ir::Graph &graph, const plan::Plan &plan, std::ostream &os) {
+  CollectiveOverlap o = predictCollectiveOverlap(graph, plan);
+  if (o.collectiveSeconds <= 0) return;
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "collectives: %.1f us per step predicted, %.0f%% of it hidden behind other "
+                "devices' work (%.1f us exposed of a %.1f us step)\n",
+                o.collectiveSeconds * 1e6, 100 * o.hiddenShare, o.exposedSeconds * 1e6,
+                o.makespan * 1e6);
   os << buf;
 }
 

@@ -6,8 +6,10 @@
 // (numbered 0, 1, ... in topological order of the copies, so unique per plan
 // and deterministic).
 //
-// Execution order of the nodes: the graph's topological order (ties broken by
-// creation index) with one more kind of edge. An optimizer update overwrites
+// Execution order of the nodes: a topological order of the graph with one
+// more kind of edge, in which of the nodes ready to run, work another device
+// waits for goes first, then collectives, then the rest by creation index
+// (orderNodes). An optimizer update overwrites
 // its parameter and state in place, so every other reader of those values
 // (the forward matmul, the backward matmul that propagates the gradient, the
 // send of the parameter to another device) must run before the update:
@@ -75,6 +77,11 @@ plan::Action actionOf(const LoweringState &st, const ir::Node *n) {
 
 bool updatesInPlace(const ir::Node *n) { return n->isOp() && n->info().has(ir::kOptimizer); }
 
+/// A copy from another device: a send there, a receive here.
+bool isTransfer(const ir::Node *n) {
+  return n->isOp(ir::OpKind::Copy) && n->inputs.size() == 1 && n->inputs[0]->device != n->device;
+}
+
 } // namespace
 
 std::vector<std::vector<size_t>> executionSuccessors(const ir::Graph &graph) {
@@ -121,23 +128,31 @@ void orderNodes(LoweringState &st) {
   std::vector<int> pending(nodes.size(), 0);
   for (const auto &s : succ)
     for (size_t v : s) ++pending[v];
-  // Communication first: a collective, and what only feeds collectives (a
-  // gradient bucket's packing), runs as soon as it is ready, so that it
-  // proceeds while the rest of backward goes on. Otherwise creation order.
-  // Urgency is found in reverse creation order, which puts a node's users
-  // first except where a pass created a user before it (a copy); it only
-  // ranks ready nodes, so a miss costs overlap, never order.
-  std::vector<char> urgent(nodes.size(), 0);
+  // Communication first, in two ranks; otherwise creation order.
+  //  2. What another device waits for: a transfer to another device and the
+  //     work on this device that leads to one (backward's input gradient
+  //     for the previous stage).
+  //  1. A collective, and what only feeds collectives (a gradient bucket's
+  //     packing), as soon as it is ready, so that it proceeds while the rest
+  //     of backward goes on. A member runs its collective on its device's
+  //     worker, so rank 2 goes first: the other devices keep working while
+  //     this one waits in the collective.
+  // Both are found in reverse creation order, which puts a node's users
+  // first except where a pass created a user before it (a copy); they only
+  // rank ready nodes, so a miss costs overlap, never order.
+  std::vector<char> rank(nodes.size(), 0);
   for (size_t i = nodes.size(); i-- > 0;) {
     const ir::Node *n = nodes[i].get();
     if (!n->isOp()) continue;
-    bool only = !succ[i].empty();
-    for (size_t v : succ[i]) only = only && urgent[v];
-    urgent[i] = n->info().has(ir::kCollective) || only;
+    bool feedsTransfer = isTransfer(n), onlyCollectives = !succ[i].empty();
+    for (size_t v : succ[i]) {
+      feedsTransfer = feedsTransfer || isTransfer(nodes[v].get()) ||
+                      (rank[v] == 2 && nodes[v]->device == n->device);
+      onlyCollectives = onlyCollectives && rank[v] == 1;
+    }
+    rank[i] = feedsTransfer ? 2 : n->info().has(ir::kCollective) || onlyCollectives ? 1 : 0;
   }
-  auto later = [&](size_t a, size_t b) {
-    return urgent[a] != urgent[b] ? urgent[b] > urgent[a] : a > b;
-  };
+  auto later = [&](size_t a, size_t b) { return rank[a] != rank[b] ? rank[b] > rank[a] : a > b; };
   std::priority_queue<size_t, std::vector<size_t>, decltype(later)> ready(later);
   for (size_t i = 0; i < nodes.size(); ++i)
     if (pending[i] == 0) ready.push(i);

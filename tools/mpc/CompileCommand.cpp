@@ -43,6 +43,7 @@ void addCompileCommand(CLI::App &app) {
     if (args->common.stats) {
       codegen::printPlanStats(*p, std::cerr);
       codegen::printPipelineStats(*graph, *p, std::cerr);
+      codegen::printCollectiveOverlap(*graph, *p, std::cerr);
     }
     plan::writePlanFile(args->output, *p);
     // The process ends here: leave the memory to the operating system.
