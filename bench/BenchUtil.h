@@ -35,4 +35,16 @@ inline double secondsPerStep(runtime::Executor &ex, double minSeconds) {
   return el / double(n);
 }
 
+/// Seconds per step of `ex` over the iterations Google Benchmark asks for
+/// (`state`), after one warm-up step. Templated on the state so that this
+/// header needs no benchmark include.
+template <class BenchmarkState>
+double timedSteps(BenchmarkState &state, runtime::Executor &ex) {
+  ex.step();
+  auto start = Clock::now();
+  for (auto _ : state) ex.step();
+  return std::chrono::duration<double>(Clock::now() - start).count() /
+         double(state.iterations());
+}
+
 } // namespace mpc::bench

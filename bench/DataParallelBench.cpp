@@ -38,13 +38,11 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <chrono>
 #include <vector>
 
 namespace {
 
 using namespace mpc;
-using bench::Clock;
 using bench::mlpModelJson;
 using bench::fillInputs;
 using bench::secondsPerStep;
@@ -83,11 +81,7 @@ void WeakScaling(benchmark::State &state) {
   double predicted = predictedAllReduce(p);
   runtime::Executor ex(std::move(p));
   fillInputs(ex);
-  ex.step();
-  auto start = Clock::now();
-  for (auto _ : state) ex.step();
-  double perStep =
-      std::chrono::duration<double>(Clock::now() - start).count() / double(state.iterations());
+  double perStep = bench::timedSteps(state, ex);
   state.counters["ms/step"] = perStep * 1e3;
   state.counters["baseline_ms"] = baseline * 1e3;
   state.counters["time_ratio"] = perStep / baseline;
@@ -106,11 +100,7 @@ void ZeroStep(benchmark::State &state) {
   double baseline = secondsPerStep(base, 1.0);
   runtime::Executor ex(compile(r, adam, 1));
   fillInputs(ex);
-  ex.step();
-  auto start = Clock::now();
-  for (auto _ : state) ex.step();
-  double perStep =
-      std::chrono::duration<double>(Clock::now() - start).count() / double(state.iterations());
+  double perStep = bench::timedSteps(state, ex);
   state.counters["ms/step"] = perStep * 1e3;
   state.counters["baseline_ms"] = baseline * 1e3;
   state.counters["time_ratio"] = perStep / baseline;
@@ -121,12 +111,8 @@ BENCHMARK(ZeroStep)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTi
 uint64_t maxStateBytesPerDevice(const plan::Plan &p) {
   std::vector<uint64_t> bytes(p.devices.size(), 0);
   for (const plan::TensorRef &t : p.states) {
-    std::vector<plan::Placement> at = t.shards;
-    if (at.empty()) {
-      at = t.mirrors;
-      at.push_back({t.device, t.buffer});
-    }
-    for (const plan::Placement &m : at) bytes[m.device] += p.devices[m.device].buffers[m.buffer].bytes;
+    for (const plan::Placement &m : t.placements())
+      bytes[m.device] += p.devices[m.device].buffers[m.buffer].bytes;
   }
   return *std::max_element(bytes.begin(), bytes.end());
 }

@@ -29,13 +29,11 @@
 
 #include <benchmark/benchmark.h>
 
-#include <chrono>
 #include <random>
 
 namespace {
 
 using namespace mpc;
-using bench::Clock;
 using bench::mlpModelJson;
 using bench::fillInputs;
 using bench::secondsPerStep;
@@ -73,11 +71,7 @@ void PipelinedMlpStep(benchmark::State &state) {
   codegen::PipelineCost cost = codegen::predictPipelineCost(*c.graph, c.plan);
   runtime::Executor ex(std::move(c.plan));
   fillInputs(ex);
-  ex.step();
-  auto start = Clock::now();
-  for (auto _ : state) ex.step();
-  double perStep =
-      std::chrono::duration<double>(Clock::now() - start).count() / double(state.iterations());
+  double perStep = bench::timedSteps(state, ex);
   const double p = 2;
   state.counters["ms/step"] = perStep * 1e3;
   state.counters["unpipelined_ms"] = unpipelined * 1e3;

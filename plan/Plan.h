@@ -137,6 +137,14 @@ struct TensorRef {
     for (int64_t d : shape) n *= d;
     return n;
   }
+  /// Every buffer that holds (part of) the tensor: its shards, or its own
+  /// placement and its mirrors.
+  std::vector<Placement> placements() const {
+    if (!shards.empty()) return shards;
+    std::vector<Placement> all{{device, buffer}};
+    all.insert(all.end(), mirrors.begin(), mirrors.end());
+    return all;
+  }
   /// Elements of each part of a sharded tensor (its buffers' size).
   int64_t shardElements() const {
     return shards.empty() ? numElements() : ops::shardElements(numElements(), int64_t(shards.size()));

@@ -111,10 +111,7 @@ public:
   /// reading one needs every part here (job::gatherTensors joins them
   /// across processes).
   bool hosts(const plan::TensorRef &tensor) const {
-    if (hosts(tensor.device)) return true;
-    for (const plan::Placement &m : tensor.mirrors)
-      if (hosts(m.device)) return true;
-    for (const plan::Placement &m : tensor.shards)
+    for (const plan::Placement &m : tensor.placements())
       if (hosts(m.device)) return true;
     return false;
   }

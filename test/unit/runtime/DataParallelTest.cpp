@@ -117,12 +117,8 @@ std::unique_ptr<runtime::Executor> train(const plan::Plan &p, int steps) {
 std::vector<uint64_t> stateBytesPerDevice(const plan::Plan &p) {
   std::vector<uint64_t> bytes(p.devices.size(), 0);
   for (const plan::TensorRef &t : p.states) {
-    std::vector<plan::Placement> at = t.shards;
-    if (at.empty()) {
-      at = t.mirrors;
-      at.push_back({t.device, t.buffer});
-    }
-    for (const plan::Placement &m : at) bytes[m.device] += p.devices[m.device].buffers[m.buffer].bytes;
+    for (const plan::Placement &m : t.placements())
+      bytes[m.device] += p.devices[m.device].buffers[m.buffer].bytes;
   }
   return bytes;
 }
