@@ -44,7 +44,7 @@ void printPlanStats(const plan::Plan &plan, std::ostream &os);
 struct PipelineCost {
   double makespan = 0;        ///< seconds of one step, on the cost model
   double predictedBubble = 0; ///< 1 - busy device time / (devices * makespan)
-  double analyticBubble = 0;  ///< (p-1)/(M+p-1), or (p-1)/(v*M+p-1) interleaved
+  double analyticBubble = 0;  ///< (p-1)/(M+p-1); (p-1)/(v*M+p-1) interleaved; zb-h1 (p-1)/(3M+p-1); zb-h2 0
   size_t stageDevices = 0;    ///< p: the devices that hold stages
 };
 PipelineCost predictPipelineCost(const ir::Graph &graph, const plan::Plan &plan);

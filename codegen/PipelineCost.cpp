@@ -4,8 +4,9 @@
 // and predicts two things:
 //   * on a pipelined plan, the bubble, the share of device time spent
 //     waiting, next to the analytic bound of the schedule family:
-//     (p-1)/(M+p-1) for GPipe and 1F1B, (p-1)/(v*M+p-1) interleaved, with p
-//     devices, M micro-batches and v virtual stages per device;
+//     (p-1)/(M+p-1) for GPipe and 1F1B, (p-1)/(v*M+p-1) interleaved,
+//     (p-1)/(3M+p-1) for zb-h1 and 0 for zb-h2, with p devices, M
+//     micro-batches and v virtual stages per device;
 //   * on a plan with collectives, the share of their time the rest of the
 //     step hides: the step is simulated twice, with the collectives priced
 //     and free (still meetings of their groups), and what the step gains
@@ -136,7 +137,12 @@ PipelineCost predictPipelineCost(const ir::Graph &graph, const plan::Plan &plan)
                  ? double(plan.pipeline.stages.size()) / p
                  : 1.0;
   double m = double(plan.pipeline.microbatches);
-  c.analyticBubble = (p - 1) / (v * m + p - 1);
+  // Zero-bubble schedules, with F, B and W of equal cost (Qi et al.): the
+  // chain back through the stages carries B alone, 1 of 3 units (zb-h1);
+  // zb-h2 fills the rest too.
+  if (plan.pipeline.schedule == "zb-h1") c.analyticBubble = (p - 1) / (3 * m + p - 1);
+  else if (plan.pipeline.schedule == "zb-h2") c.analyticBubble = 0;
+  else c.analyticBubble = (p - 1) / (v * m + p - 1);
   return c;
 }
 
@@ -146,10 +152,10 @@ void printPipelineStats(const ir::Graph &graph, const plan::Plan &plan, std::ost
   char buf[256];
   std::snprintf(buf, sizeof buf,
                 "pipeline: %s, %lld micro-batches, %zu stages on %zu devices; bubble %.1f%% "
-                "predicted by the cost model, %.1f%% analytic bound\n",
+                "predicted by the cost model (step %.3g ms), %.1f%% analytic bound\n",
                 plan.pipeline.schedule.c_str(), (long long)plan.pipeline.microbatches,
                 plan.pipeline.stages.size(), c.stageDevices, 100 * c.predictedBubble,
-                100 * c.analyticBubble);
+                c.makespan * 1e3, 100 * c.analyticBubble);
   os << buf;
 }
 

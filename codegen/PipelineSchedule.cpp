@@ -16,6 +16,13 @@
 // micro-batch (gradient accumulation, the loss's sum over micro-batches,
 // copies of parameters) are *floating*; optimizer updates are the U action.
 //
+// Zero-bubble schedules (zb-h1, zb-h2; Qi et al., ICLR 2024) split each
+// backward action in two: B(stage, k), the nodes whose results another
+// action needs (the input gradient the previous stage waits for, and what
+// leads to it), and W(stage, k), the rest (the weight gradients, which only
+// the gradient accumulation and the update read). B stays on the critical
+// path between stages; W may wait and fill the time a device would idle.
+//
 // Sequences. Each device runs its actions in a fixed sequence, Megatron's:
 // W warm-up forwards, then one forward and one backward in turn, then the
 // remaining backwards. Forwards come in queue order, backwards likewise:
@@ -28,15 +35,33 @@
 //                     reverse stage order); W = 2(p - r - 1) + (v - 1)p with
 //                     v stages per device.
 // (A device with several stages under plain 1f1b takes W = (p - r - 1)v.)
+//   zb-h1, zb-h2      the 1f1b sequence of F and B, and at most L
+//                     micro-batches open on the device (forward begun, last
+//                     backward action not yet). zb-h1: W = p - r - 1 and
+//                     L = p - r, 1F1B's bound. zb-h2: W = 2(p - r - 1) and
+//                     L = 2p - 1 on every stage, twice 1F1B's first stage:
+//                     the extra forwards fill the warm-up, and the last
+//                     stages may put their W off to the end, where the
+//                     first stages would otherwise wait. The W actions wait
+//                     in micro-batch order: the oldest runs when the next F
+//                     would open one micro-batch too many, and whenever the
+//                     next F or B is not ready (its data is still on another
+//                     device).
 //
-// Simulation. Devices are simulated on a clock where F and B actions take one
-// tick, floating nodes none. An idle device first runs every floating node
+// Simulation. Devices are simulated on a clock where F, B and W actions take
+// one tick, floating nodes none. An idle device first runs every floating node
 // that is ready (so gradients accumulate as soon as they exist and a
 // micro-batch's activations die with its backward), then the next action of
 // its sequence if everything it reads exists. If no device can move while
 // work remains (an irregular placement the sequence does not suit), the first
 // device with a ready action further down its sequence runs it: the
 // simulation never stalls.
+//
+// Why zero-bubble schedules compute the same bits. A micro-batch's weight
+// gradients are summed into the accumulator in micro-batch order by the
+// graph's own nodes (passes/BatchSplit.cpp), whatever action computes them
+// and whenever it runs; no schedule changes an operand or an order of
+// summation.
 //
 // Why the order is deadlock-free. A node is appended to the order only once
 // every node it depends on has finished in the simulation, so the order is
@@ -55,6 +80,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -95,6 +121,7 @@ public:
     buildDependencies();
     assignMicrobatches();
     assignStages();
+    if (zeroBubble()) assignWeightGradients();
     buildActions();
     simulate();
     st_.plan.pipeline.microbatches = m_;
@@ -104,14 +131,20 @@ public:
 
 private:
   size_t indexOf(const ir::Node *n) const { return index_.at(n); }
+  bool zeroBubble() const { return schedule_.rfind("zb-", 0) == 0; }
+
+  static bool isTransfer(const ir::Node *n) {
+    return n->isOp(ir::OpKind::Copy) && n->inputs.size() == 1 &&
+           n->inputs[0]->device != n->device;
+  }
 
   void buildDependencies() {
     for (size_t i = 0; i < nodes_.size(); ++i) index_[nodes_[i].get()] = i;
     users_ = st_.graph.userMap();
-    std::vector<std::vector<size_t>> succ = executionSuccessors(st_.graph);
+    succ_ = executionSuccessors(st_.graph);
     preds_.assign(nodes_.size(), {});
-    for (size_t i = 0; i < succ.size(); ++i)
-      for (size_t j : succ[i]) preds_[j].push_back(i);
+    for (size_t i = 0; i < succ_.size(); ++i)
+      for (size_t j : succ_[i]) preds_[j].push_back(i);
   }
 
   /// A node's micro-batch: its own (replicas, input slices) or that of its
@@ -195,29 +228,106 @@ private:
     }
   }
 
-  void buildActions() {
+  /// Zero-bubble schedules: a weight gradient summed over micro-batches is
+  /// a chain of nodes, each taking the sum so far (the fused matmul of
+  /// Autodiff's accumulate), so it belongs to no single micro-batch and
+  /// would float. Each link belongs to the latest micro-batch it reads: it
+  /// is that micro-batch's weight-gradient work, W(stage, k).
+  void assignWeightGradients() {
+    // Its stage is that micro-batch's operand's (its origin is the
+    // parameter, a leaf without one).
+    wmb_.assign(nodes_.size(), kFloating);
+    for (const ir::Node *n : st_.topo) {
+      size_t i = indexOf(n);
+      if (!n->isOp() || !n->backward || mb_[i] != kFloating || n->info().has(ir::kOptimizer) ||
+          n->info().has(ir::kCollective) || isTransfer(n))
+        continue;
+      int k = kFloating, stage = -1;
+      for (const ir::Node *in : n->inputs) {
+        size_t j = indexOf(in);
+        int kj = std::max(mb_[j], wmb_[j]);
+        if (kj > k || (kj == k && in->device == n->device && stage_[j] > stage)) {
+          k = kj;
+          stage = in->device == n->device ? stage_[j] : -1;
+        }
+      }
+      if (k == kFloating || stage < 0) continue;
+      wmb_[i] = k;
+      stage_[i] = stage;
+    }
+  }
+
+  /// The action a node belongs to; nullopt when it floats.
+  std::optional<ActionKey> keyOf(const ir::Node *n) const {
+    size_t i = indexOf(n);
+    uint32_t d = st_.deviceOf(n);
+    if (n->info().has(ir::kOptimizer) || stage_[i] < 0) return std::nullopt;
+    if (mb_[i] == kFloating) {
+      if (zeroBubble() && wmb_[i] != kFloating)
+        return ActionKey{d, plan::Action::WeightGrad, stage_[i], wmb_[i]};
+      return std::nullopt;
+    }
+    return ActionKey{d, n->backward ? plan::Action::Backward : plan::Action::Forward, stage_[i],
+                     mb_[i]};
+  }
+
+  /// Actions from each node's key, nodes in topological order.
+  void collectActions(const std::vector<std::optional<ActionKey>> &keys) {
     std::map<ActionKey, size_t> byKey;
-    std::map<uint32_t, std::set<int>> stagesOf; // device -> its forward stages
+    actions_.clear();
     floating_.assign(st_.devices.size(), {});
     actionOf_.assign(nodes_.size(), SIZE_MAX);
     for (const ir::Node *n : st_.topo) {
       if (!n->isOp()) continue;
       size_t i = indexOf(n);
-      uint32_t d = st_.deviceOf(n);
-      if (n->info().has(ir::kOptimizer)) {
-        floating_[d].push_back(i);
+      if (!keys[i]) {
+        floating_[st_.deviceOf(n)].push_back(i);
         continue;
       }
-      if (mb_[i] == kFloating || stage_[i] < 0) {
-        floating_[d].push_back(i);
-        continue;
-      }
-      ActionKey key{d, n->backward ? plan::Action::Backward : plan::Action::Forward, stage_[i],
-                    mb_[i]};
-      auto [it, fresh] = byKey.emplace(key, actions_.size());
-      if (fresh) actions_.push_back({key, {}});
+      auto [it, fresh] = byKey.emplace(*keys[i], actions_.size());
+      if (fresh) actions_.push_back({*keys[i], {}});
       actions_[it->second].nodes.push_back(i);
       actionOf_[i] = it->second;
+    }
+  }
+
+  /// Zero-bubble schedules: what of a backward action no other action needs
+  /// (but W actions, which wait anyway) moves to its W action. A node is B
+  /// when a later node of its action that is B, a node of another F or B
+  /// action, or a transfer to another device reads it.
+  void splitBackwards(std::vector<std::optional<ActionKey>> &keys) {
+    std::vector<char> isB(nodes_.size(), 0);
+    for (size_t a = 0; a < actions_.size(); ++a) {
+      const ActionKey k = actions_[a].key;
+      if (k.kind != plan::Action::Backward) continue;
+      const std::vector<size_t> &ns = actions_[a].nodes;
+      for (auto it = ns.rbegin(); it != ns.rend(); ++it) {
+        bool b = false;
+        for (size_t v : succ_[*it]) {
+          size_t av = actionOf_[v];
+          if (av == a) b = b || isB[v];
+          else if (av != SIZE_MAX) b = b || actions_[av].key.kind != plan::Action::WeightGrad;
+          else b = b || isTransfer(nodes_[v].get());
+        }
+        isB[*it] = b;
+        if (!b) keys[*it] = ActionKey{k.device, plan::Action::WeightGrad, k.stage, k.microbatch};
+      }
+    }
+  }
+
+  void buildActions() {
+    std::vector<std::optional<ActionKey>> keys(nodes_.size());
+    for (const ir::Node *n : st_.topo)
+      if (n->isOp()) keys[indexOf(n)] = keyOf(n);
+    collectActions(keys);
+    if (zeroBubble()) {
+      splitBackwards(keys);
+      collectActions(keys);
+    }
+    std::map<uint32_t, std::set<int>> stagesOf; // device -> its forward stages
+    for (const SimAction &action : actions_) {
+      const ActionKey &key = action.key;
+      const uint32_t d = key.device;
       if (key.kind == plan::Action::Forward) {
         stagesOf[d].insert(key.stage);
         // Data-parallel replicas run the same stages on their own devices:
@@ -250,16 +360,44 @@ private:
     };
     for (size_t a = 0; a < actions_.size(); ++a) {
       const ActionKey &k = actions_[a].key;
-      queues_[k.device][k.kind == plan::Action::Forward ? 0 : 1].push_back(a);
+      queues_[k.device][k.kind == plan::Action::Forward ? 0
+                        : k.kind == plan::Action::Backward ? 1 : 2]
+          .push_back(a);
     }
     for (auto &q : queues_) {
       std::sort(q[0].begin(), q[0].end(), [&](size_t a, size_t b) {
         return fwdOrder(actions_[a].key) < fwdOrder(actions_[b].key);
       });
-      std::sort(q[1].begin(), q[1].end(), [&](size_t a, size_t b) {
-        return bwdOrder(actions_[a].key) < bwdOrder(actions_[b].key);
-      });
+      for (int w : {1, 2})
+        std::sort(q[w].begin(), q[w].end(), [&](size_t a, size_t b) {
+          return bwdOrder(actions_[a].key) < bwdOrder(actions_[b].key);
+        });
     }
+    // Zero-bubble schedules: the action that closes each (stage, k) on its
+    // device, its W, else its B; a micro-batch is open from its F to that.
+    closes_.assign(actions_.size(), 0);
+    opens_.assign(actions_.size(), 0);
+    std::map<ActionKey, size_t> last;
+    for (size_t a = 0; a < actions_.size(); ++a) {
+      ActionKey k = actions_[a].key;
+      if (k.kind == plan::Action::Forward) continue;
+      k.kind = plan::Action::Forward;
+      auto [it, fresh] = last.emplace(k, a);
+      if (!fresh && actions_[a].key.kind == plan::Action::WeightGrad) it->second = a;
+    }
+    for (size_t a = 0; a < actions_.size(); ++a)
+      if (actions_[a].key.kind == plan::Action::Forward && last.count(actions_[a].key)) {
+        opens_[a] = 1;
+        closes_[last.at(actions_[a].key)] = 1;
+      }
+  }
+
+  /// Zero-bubble schedules: micro-batches a device may hold open (L).
+  int64_t openBound(uint32_t d) const {
+    auto r = rank_.find(d);
+    if (r == rank_.end()) return std::numeric_limits<int64_t>::max();
+    int64_t l = schedule_ == "zb-h2" ? 2 * int64_t(p_) - 1 : int64_t(p_ - r->second);
+    return l * v_;
   }
 
   /// Megatron's warm-up: forwards a device runs before its first backward.
@@ -268,7 +406,8 @@ private:
     if (schedule_ == "gpipe" || r == rank_.end()) return total;
     int64_t rank = r->second, w;
     if (schedule_ == "interleaved-1f1b") w = 2 * (p_ - rank - 1) + int64_t(v_ - 1) * p_;
-    else w = int64_t(p_ - rank - 1) * v_;
+    else if (schedule_ == "zb-h2") w = 2 * int64_t(p_ - rank - 1) * v_;
+    else w = int64_t(p_ - rank - 1) * v_; // 1f1b, zb-h1
     return std::min(total, size_t(std::max<int64_t>(w, 0)));
   }
 
@@ -338,14 +477,16 @@ private:
     for (size_t i : actions_[a].nodes) emit(i, now + 1, tag);
     lastTag_[d] = tag;
     busyUntil_[d] = now + 1;
-    auto &seq = sequence_[d];
+    auto &seq = k.kind == plan::Action::WeightGrad ? waiting_[d] : sequence_[d];
     seq.erase(std::find(seq.begin(), seq.end(), a));
+    open_[d] += int64_t(opens_[a]) - int64_t(closes_[a]);
     ++started_;
   }
 
   /// The next action of an idle device's sequence if it is ready; relaxed,
   /// the first ready action anywhere in the rest of its sequence.
   size_t choose(uint32_t d, int64_t now, bool relaxed) const {
+    if (zeroBubble()) return chooseZeroBubble(d, now, relaxed);
     const auto &seq = sequence_[d];
     for (size_t a : seq) {
       if (actionReady(a, now)) return a;
@@ -354,12 +495,35 @@ private:
     return SIZE_MAX;
   }
 
+  /// Zero-bubble: the next F or B of the sequence, unless an F would open
+  /// more than L micro-batches; the oldest waiting W when that F must wait
+  /// or the next action is not ready. Relaxed: the first ready action of
+  /// the sequence, else the oldest W if ready.
+  size_t chooseZeroBubble(uint32_t d, int64_t now, bool relaxed) const {
+    const auto &seq = sequence_[d];
+    size_t w = !waiting_[d].empty() && actionReady(waiting_[d].front(), now) ? waiting_[d].front()
+                                                                              : SIZE_MAX;
+    if (relaxed) {
+      for (size_t a : seq)
+        if (actionReady(a, now)) return a;
+      return w;
+    }
+    if (seq.empty()) return w;
+    size_t next = seq.front();
+    if (opens_[next] && open_[d] >= openBound(d)) return w;
+    if (actionReady(next, now)) return next;
+    return w;
+  }
+
   void simulate() {
     const size_t nd = st_.devices.size();
     finish_.assign(nodes_.size(), kNever);
     tags_.assign(nodes_.size(), {});
     busyUntil_.assign(nd, 0);
     buildSequences();
+    waiting_.assign(nd, {});
+    for (uint32_t d = 0; d < nd; ++d) waiting_[d] = queues_[d][2];
+    open_.assign(nd, 0);
     lastTag_.assign(nd, {});
     pendingPrologue_.assign(nd, {});
     // Leaves exist before the step.
@@ -431,17 +595,21 @@ private:
   std::map<const ir::Node *, size_t> index_;
   /// Graph::userMap, once: the micro-batch and stage assignments read it.
   std::unordered_map<const ir::Node *, std::vector<ir::Node *>> users_;
-  std::vector<std::vector<size_t>> preds_;
+  std::vector<std::vector<size_t>> preds_, succ_;
   std::vector<int> mb_, stage_;
+  std::vector<int> wmb_; ///< zero-bubble: the micro-batch of a weight-gradient sum's link
   std::vector<SimAction> actions_;
   std::vector<size_t> actionOf_; ///< per node: its action, SIZE_MAX when floating
   std::vector<std::vector<size_t>> floating_;
   std::map<int, uint32_t> stageDevice_;
   std::map<uint32_t, int> rank_;
   int p_ = 0, v_ = 1;
-  std::vector<std::array<std::vector<size_t>, 2>> queues_;
+  std::vector<std::array<std::vector<size_t>, 3>> queues_; ///< F, B, W
+  std::vector<char> opens_, closes_; ///< per action: opens / closes a micro-batch
   // Simulation state.
   std::vector<std::vector<size_t>> sequence_;
+  std::vector<std::vector<size_t>> waiting_; ///< zero-bubble: W actions not started, in order
+  std::vector<int64_t> open_;                ///< zero-bubble: micro-batches open per device
   std::vector<int64_t> finish_, busyUntil_;
   std::vector<plan::Action> tags_, lastTag_;
   std::vector<std::vector<size_t>> pendingPrologue_;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <iterator>
 #include <queue>
 #include <unordered_map>
 
@@ -19,6 +20,14 @@ const char *nodeKindName(NodeKind k) {
   case NodeKind::Op: return "op";
   }
   return "?";
+}
+
+std::string pipelineScheduleList() {
+  std::string s;
+  const size_t n = std::size(kPipelineSchedules);
+  for (size_t i = 0; i < n; ++i)
+    s += (i == 0 ? "" : i + 1 == n ? " or " : ", ") + std::string(kPipelineSchedules[i]);
+  return s;
 }
 
 std::string InitSpec::str() const {

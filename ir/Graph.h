@@ -71,7 +71,7 @@ struct OptimizerSpec {
 /// order `schedule` gives.
 struct PipelineSpec {
   int64_t microbatches = 1;
-  std::string schedule = "1f1b"; ///< "gpipe", "1f1b" or "interleaved-1f1b"
+  std::string schedule = "1f1b"; ///< one of kPipelineSchedules
   bool operator==(const PipelineSpec &) const = default;
 };
 
@@ -105,8 +105,12 @@ struct DataParallelSpec {
   bool operator==(const DataParallelSpec &) const = default;
 };
 
-/// The schedules PipelineSpec::schedule may name, in documentation order.
-inline const char *const kPipelineSchedules[] = {"gpipe", "1f1b", "interleaved-1f1b"};
+/// The schedules PipelineSpec::schedule may name, in documentation order
+/// (docs/pipelining.md; codegen/PipelineSchedule.cpp builds them).
+inline const char *const kPipelineSchedules[] = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1",
+                                                 "zb-h2"};
+/// "gpipe, 1f1b, interleaved-1f1b, zb-h1 or zb-h2", for messages and help.
+std::string pipelineScheduleList();
 
 /// Stage invariants a graph declares; passes set them as they establish them
 /// and the verifier checks what is claimed.

@@ -817,7 +817,7 @@ private:
       std::string name = s->is_string() ? s->get<std::string>() : "";
       if (std::find(names.begin(), names.end(), name) == names.end())
         fail(ptr + "/schedule", "unknown schedule " + describeJson(*s) + suggestion(name, names) +
-                                    " (expected gpipe, 1f1b or interleaved-1f1b)");
+                                    " (expected " + pipelineScheduleList() + ")");
       g_->pipeline.schedule = name;
     }
   }

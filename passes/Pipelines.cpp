@@ -47,7 +47,7 @@ ir::PipelineSpec effectivePipeline(const ir::Graph &g, const PassOptions &opts) 
                 spec.schedule) == std::end(ir::kPipelineSchedules))
     throw UserError(g.sourceFile, "/pipeline/schedule",
                     "unknown schedule '" + spec.schedule +
-                        "' (expected gpipe, 1f1b or interleaved-1f1b)");
+                        "' (expected " + ir::pipelineScheduleList() + ")");
   return spec;
 }
 

@@ -72,12 +72,13 @@ struct Action {
   enum Kind : uint8_t {
     None = 0,     ///< not pipelined
     Forward = 1,  ///< forward of (stage, microbatch)
-    Backward = 2, ///< backward of (stage, microbatch)
+    Backward = 2, ///< backward of (stage, microbatch): under zb-*, its input gradients only
     Update = 3,   ///< optimizer update, once per step
+    WeightGrad = 4, ///< zb-* schedules: the weight gradients of (stage, microbatch)
   };
   Kind kind = None;
-  int32_t stage = -1;      ///< virtual stage (Forward, Backward)
-  int32_t microbatch = -1; ///< (Forward, Backward)
+  int32_t stage = -1;      ///< virtual stage (Forward, Backward, WeightGrad)
+  int32_t microbatch = -1; ///< (Forward, Backward, WeightGrad)
   // Spelled out: CUDA translation units include this header as C++17.
   bool operator==(const Action &o) const {
     return kind == o.kind && stage == o.stage && microbatch == o.microbatch;
@@ -159,7 +160,7 @@ struct Optimizer {
 /// How a pipelined plan was scheduled (docs/pipelining.md).
 struct PipelineInfo {
   int64_t microbatches = 1; ///< 1: not pipelined
-  std::string schedule;     ///< "gpipe", "1f1b", "interleaved-1f1b"
+  std::string schedule;     ///< one of ir::kPipelineSchedules
   /// Device index of each virtual stage, in pipeline order.
   std::vector<uint32_t> stages;
 };

@@ -238,7 +238,7 @@ public:
     if (auto it = j.find("action"); it != j.end()) {
       const json &a = array(*it, ptr + "/action");
       if (a.size() != 3) fail(ptr + "/action", "expected [kind, stage, microbatch]");
-      uint64_t k = u64(a[0], ptr + "/action/0", Action::Update);
+      uint64_t k = u64(a[0], ptr + "/action/0", Action::WeightGrad);
       if (k == Action::None) fail(ptr + "/action/0", "action kind 0 is written as no action");
       in.action.kind = Action::Kind(k);
       in.action.stage = int32_t(i64(a[1], ptr + "/action/1"));

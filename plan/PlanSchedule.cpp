@@ -24,8 +24,10 @@ std::string actionLabel(const Action &a, bool withStage) {
   case Action::Update: return "U";
   case Action::Forward:
   case Action::Backward:
+  case Action::WeightGrad:
     return (withStage ? std::to_string(a.stage) : std::string()) +
-           (a.kind == Action::Forward ? "F" : "B") + std::to_string(a.microbatch);
+           (a.kind == Action::Forward ? "F" : a.kind == Action::Backward ? "B" : "W") +
+           std::to_string(a.microbatch);
   }
   return "?";
 }

@@ -45,8 +45,8 @@ void CommonOptions::addTo(CLI::App &cmd) {
          "over the devices (overrides the model's \"pipeline\"; default 1: no pipelining)")
       ->transform(integerIn(1, uint64_t(ir::kMaxMicrobatches), ir::kMaxMicrobatchesReason));
   cmd.add_option("--schedule", schedule,
-                 "Pipeline schedule: gpipe, 1f1b (the default) or interleaved-1f1b (overrides "
-                 "the model's \"pipeline\"; docs/pipelining.md)")
+                 "Pipeline schedule: " + ir::pipelineScheduleList() +
+                     "; default 1f1b (overrides the model's \"pipeline\"; docs/pipelining.md)")
       ->check(CLI::IsMember(std::vector<std::string>(std::begin(ir::kPipelineSchedules),
                                                      std::end(ir::kPipelineSchedules))));
   cmd.add_option_function<int64_t>(

@@ -15,6 +15,9 @@
 // stages; a loss on a middle device; a chain interleaved over two devices.
 // Each plan also passes the lowering checks (no live overlap, updates after
 // readers), and 1F1B keeps at most p - s micro-batches in flight on stage s.
+// The zero-bubble schedules (zb-h1, zb-h2) train bit for bit as 1F1B does,
+// with dropout, batch_norm and a parameter shared by two stages, and keep
+// their bounds on open micro-batches.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Compile.h"
@@ -28,6 +31,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstring>
 #include <random>
 #include <set>
 
@@ -38,7 +42,8 @@ using ir::opcases::errorOf;
 using nlohmann::json;
 
 constexpr int64_t kBatch = 24;
-const std::vector<std::string> kSchedules = {"gpipe", "1f1b", "interleaved-1f1b"};
+const std::vector<std::string> kSchedules = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1",
+                                             "zb-h2"};
 
 json optimizerJson(const std::string &kind) {
   if (kind == "adam") return {{"adam", {{"lr", 0.01}}}};
@@ -250,6 +255,106 @@ TEST(Pipeline, OneFOneBBoundsMicrobatchesInFlight) {
       if (s == "1f1b") EXPECT_LE(peak, size_t(p) - d) << "stage " << d;
       else EXPECT_EQ(peak, size_t(m)) << "stage " << d;
     }
+  }
+}
+
+/// Trains `model` under 1F1B and under `schedule` with M micro-batches;
+/// every loss and every parameter and state are the same bits.
+void expectBitIdenticalTo1F1B(const json &model, int64_t m, const std::string &schedule) {
+  SCOPED_TRACE("M=" + std::to_string(m) + " schedule=" + schedule);
+  Compiled ref = compile(model, m, "1f1b");
+  Compiled zb = compile(model, m, schedule);
+  Executor a(ref.plan), b(zb.plan);
+  for (int s = 0; s < 3; ++s) {
+    auto in = testbatch::inputsFor(ref.plan, s);
+    testbatch::feed(a, in);
+    testbatch::feed(b, in);
+    a.step();
+    b.step();
+    float la = a.loss(), lb = b.loss();
+    EXPECT_EQ(std::memcmp(&la, &lb, sizeof la), 0) << "step " << s << ": " << lb << " vs " << la;
+  }
+  for (const auto *list : {&ref.plan.params, &ref.plan.states})
+    for (const plan::TensorRef &t : *list) {
+      const auto &other = list == &ref.plan.params ? zb.plan.params : zb.plan.states;
+      std::vector<float> got = readNamed(b, other, t.name), want = a.readFloats(t);
+      ASSERT_EQ(got.size(), want.size()) << t.name;
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0) << t.name;
+    }
+}
+
+/// A two-stage model with batch_norm (training statistics, running
+/// statistics updated per micro-batch) and dropout.
+json batchNormDropoutModel() {
+  return json::parse(R"({
+    "mpc": 1, "name": "bn_dropout",
+    "inputs": {"x": {"shape": [24, 6]}, "y": {"shape": [24, 3]}},
+    "params": {
+      "w0": {"shape": [6, 6], "init": {"xavier": {"magnitude": 2.0}}, "device": "a"},
+      "g": {"shape": [6], "init": "ones", "device": "a"},
+      "be": {"shape": [6], "init": "zeros", "device": "a"},
+      "w1": {"shape": [6, 3], "init": {"xavier": {"magnitude": 2.0}}, "device": "b"}
+    },
+    "nodes": [
+      {"name": "h0", "op": "matmul", "inputs": ["x", "w0"], "device": "a"},
+      {"name": "n0", "op": "batch_norm", "inputs": ["h0", "g", "be"], "device": "a"},
+      {"name": "a0", "op": "tanh", "inputs": ["n0"], "device": "a"},
+      {"name": "d0", "op": "dropout", "inputs": ["a0"], "attrs": {"p": 0.25}, "device": "b"},
+      {"name": "h1", "op": "matmul", "inputs": ["d0", "w1"], "device": "b"},
+      {"name": "loss", "op": "mse_loss", "inputs": ["h1", "y"], "device": "b"}
+    ],
+    "loss": "loss", "outputs": ["h1"],
+    "optimizer": {"adam": {"lr": 0.01}}
+  })");
+}
+
+TEST(Pipeline, ZeroBubbleIsBitIdenticalTo1F1B) {
+  json shared = chainModel(kFourStages, "mse", "sgd");
+  for (json &n : shared["nodes"])
+    if (n["name"] == "h3") n["inputs"][1] = "w1";
+  shared["params"]["w1"]["shape"] = {6, 6};
+  shared["params"].erase("w3");
+  shared["params"]["b3"]["shape"] = {6};
+  shared["inputs"]["y"]["shape"] = {kBatch, 6};
+  for (const char *schedule : {"zb-h1", "zb-h2"}) {
+    for (const char *opt : {"sgd", "adam"})
+      for (int64_t m : {1, 3, 4, 8}) // 1, p - 1, p, 2p
+        expectBitIdenticalTo1F1B(chainModel(kFourStages, "xent", opt), m, schedule);
+    for (int64_t m : {1, 3, 4, 8}) expectBitIdenticalTo1F1B(shared, m, schedule);
+    for (int64_t m : {1, 2, 4}) // p = 2
+      expectBitIdenticalTo1F1B(batchNormDropoutModel(), m, schedule);
+  }
+}
+
+/// Micro-batches open on each stage device (forward begun, the last of its
+/// backward actions on that device not yet): at most p - s under zb-h1, as
+/// 1F1B; at most 2p - 1 under zb-h2. B and W actions both appear.
+TEST(Pipeline, ZeroBubbleBoundsOpenMicrobatches) {
+  const int64_t p = 4, m = 8;
+  for (const std::string &s : {std::string("zb-h1"), std::string("zb-h2")}) {
+    Compiled c = compile(chainModel(kFourStages, "mse", "adam"), m, s);
+    size_t weightGrads = 0;
+    for (size_t d = 0; d < c.plan.devices.size(); ++d) {
+      const auto &instrs = c.plan.devices[d].instrs;
+      std::set<int> hasW;
+      for (const plan::Instr &in : instrs)
+        if (in.action.kind == plan::Action::WeightGrad) hasW.insert(in.action.microbatch);
+      weightGrads += hasW.size();
+      std::set<int> open;
+      size_t peak = 0;
+      for (const plan::Instr &in : instrs) {
+        const plan::Action &a = in.action;
+        if (a.kind == plan::Action::Forward) open.insert(a.microbatch);
+        if (a.kind == plan::Action::WeightGrad ||
+            (a.kind == plan::Action::Backward && !hasW.count(a.microbatch)))
+          open.erase(a.microbatch);
+        peak = std::max(peak, open.size());
+      }
+      SCOPED_TRACE(s + " stage " + std::to_string(d));
+      EXPECT_TRUE(open.empty());
+      EXPECT_LE(peak, s == "zb-h1" ? size_t(p) - d : size_t(2 * p - 1));
+    }
+    EXPECT_EQ(weightGrads, size_t(p * m)) << s;
   }
 }
 
