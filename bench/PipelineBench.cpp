@@ -12,6 +12,12 @@
 //       bubble_analytic    (p-1)/(M+p-1);
 //       bubble_measured    1 - T(one device, M = 1) / (p * this step time):
 //                          device time not spent on the one-device work.
+//   * Schedules/p/M: gpipe, 1f1b, zb-h1 and zb-h2 in one run on p balanced
+//     stages (p = 2: 4 x 1024 layers, batch 512; p = 4: 8 x 512 layers,
+//     batch 256), each step time the fastest of 3 rounds of 0.5 s taken in
+//     turns. Counters per schedule: <s>_ms, <s>_vs_1f1b (step time against
+//     1F1B's), <s>_bubble (measured: 1 - T(one device) / (p * step time)),
+//     <s>_predicted (the cost model's bubble).
 //   * StageZeroArena: an 8 x 256 tanh MLP, batch 4096, on p = 4 stages with
 //     M = 16 micro-batches (activations outweigh the weights, as where
 //     pipelining is used); the peak arena of stage 0 under 1F1B / under
@@ -30,6 +36,9 @@
 #include <benchmark/benchmark.h>
 
 #include <random>
+#include <vector>
+#include <memory>
+#include <map>
 
 namespace {
 
@@ -82,6 +91,42 @@ void PipelinedMlpStep(benchmark::State &state) {
 }
 BENCHMARK(PipelinedMlpStep)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)
     ->UseRealTime()->MinTime(2.0);
+
+void Schedules(benchmark::State &state) {
+  const int p = int(state.range(0));
+  const int64_t m = state.range(1);
+  const std::string json =
+      p == 2 ? mlpModelJson(512, 1024, 4, 2) : mlpModelJson(256, 512, 8, p);
+  std::map<std::string, std::string> oneDeviceMap;
+  for (int s = 0; s < p; ++s) oneDeviceMap["s" + std::to_string(s)] = "cpu:0";
+  runtime::Executor one(compile(json, 1, "1f1b", oneDeviceMap).plan);
+  fillInputs(one);
+  const std::vector<std::string> schedules = {"gpipe", "1f1b", "zb-h1", "zb-h2"};
+  std::vector<std::unique_ptr<runtime::Executor>> runs;
+  std::vector<double> predicted, best(schedules.size(), 1e30);
+  for (const std::string &s : schedules) {
+    Compiled c = compile(json, m, s);
+    predicted.push_back(codegen::predictPipelineCost(*c.graph, c.plan).predictedBubble);
+    runs.push_back(std::make_unique<runtime::Executor>(std::move(c.plan)));
+    fillInputs(*runs.back());
+  }
+  double oneDevice = 1e30;
+  for (auto _ : state)
+    for (int round = 0; round < 3; ++round) {
+      oneDevice = std::min(oneDevice, secondsPerStep(one, 0.5));
+      for (size_t i = 0; i < runs.size(); ++i)
+        best[i] = std::min(best[i], secondsPerStep(*runs[i], 0.5));
+    }
+  for (size_t i = 0; i < schedules.size(); ++i) {
+    const std::string &s = schedules[i];
+    state.counters[s + "_ms"] = best[i] * 1e3;
+    state.counters[s + "_vs_1f1b"] = best[i] / best[1];
+    state.counters[s + "_bubble"] = 1.0 - oneDevice / (double(p) * best[i]);
+    state.counters[s + "_predicted"] = predicted[i];
+  }
+}
+BENCHMARK(Schedules)->Args({2, 4})->Args({2, 8})->Args({4, 4})->Args({4, 8})
+    ->Unit(benchmark::kMillisecond)->Iterations(1);
 
 void StageZeroArena(benchmark::State &state) {
   const std::string json = mlpModelJson(4096, 256, 8, 4);
