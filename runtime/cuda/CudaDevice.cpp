@@ -110,11 +110,6 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
   bool anyMatmul = false;
   for (size_t i = 0; i < prog.instrs.size(); ++i) {
     const plan::Instr &in = prog.instrs[i];
-    if (in.kind == plan::InstrKind::Collective)
-      throw UserError("", "device " + prog.device + ", instruction " + std::to_string(i) + " (" +
-                              in.op + " '" + in.node + "')",
-                      "collectives do not run on GPU devices yet; place the model on CPU "
-                      "devices (cpu:N) to run it");
     if (in.kind == plan::InstrKind::Send) {
       const plan::Buffer &b = bufs[in.inputs[0]];
       stagingOffset[i] = stagingBytes;
@@ -214,8 +209,26 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
       a.bytes = bufs[in.output].bytes;
       a.ptr = ptrs_[in.output];
       break;
-    case plan::InstrKind::Collective: // refused above
+    case plan::InstrKind::Collective: {
+      // Staged through pinned host memory (one block: contribution, result,
+      // the received part it reduces), and run there as the CPU runs it:
+      // the same messages and the same f32 additions in group order, so
+      // GPU and CPU members of one data-parallel job agree bit for bit.
+      a.ptr = ptrs_[in.inputs[0]];
+      a.bytes = bufs[in.inputs[0]].bytes;
+      a.result = ptrs_[in.output];
+      a.resultBytes = bufs[in.output].bytes;
+      const size_t scratchBytes = collectiveScratchFloats(plan, device, in) * sizeof(float);
+      const size_t total = alignUp(a.bytes) + alignUp(a.resultBytes) + scratchBytes;
+      cudaCheck(cudaMallocHost(&pinned_[i], std::max<size_t>(total, 1)), "cudaMallocHost");
+      auto *host = static_cast<uint8_t *>(pinned_[i]);
+      a.pinned = host;
+      a.hostResult = host + alignUp(a.bytes);
+      a.steps = expandCollective(plan, device, in, a.pinned, a.hostResult,
+                                 reinterpret_cast<float *>(host + alignUp(a.bytes) +
+                                                           alignUp(a.resultBytes)));
       break;
+    }
     }
     actions_.push_back(std::move(a));
   }
@@ -348,8 +361,21 @@ void CudaBackend::runStep(Transport &transport, int64_t step) {
       }
       stats_.bytesReceived += a.bytes;
       break;
-    case plan::InstrKind::Collective: // refused at load
+    case plan::InstrKind::Collective: {
+      if (a.bytes)
+        cudaCheck(cudaMemcpyAsync(a.pinned, a.ptr, a.bytes, cudaMemcpyDeviceToHost, stream_),
+                  "cudaMemcpyAsync");
+      // Also orders this step's earlier upload of the result's pinned bytes
+      // (the previous step's) before they are written again.
+      synchronize();
+      size_t cursor = 0;
+      runCollective(transport, a.steps, cursor, /*poll=*/false, stats_);
+      if (a.resultBytes)
+        cudaCheck(cudaMemcpyAsync(a.result, a.hostResult, a.resultBytes, cudaMemcpyHostToDevice,
+                                  stream_),
+                  "cudaMemcpyAsync");
       break;
+    }
     }
     ++stats_.instructions;
   }

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "runtime/Backend.h"
+#include "runtime/Collective.h"
 #include "runtime/cuda/CudaBackend.h"
 #include "runtime/cuda/kernels/CudaKernels.h"
 
@@ -65,6 +66,12 @@ private:
     void *staging = nullptr;  ///< Send to a GPU: the channel's staging buffer
     void *pinned = nullptr;   ///< host path: pinned bounce buffer
     size_t bytes = 0;
+    /// Collective, staged through pinned host memory: `ptr` (contribution,
+    /// `bytes`) goes to `pinned`, the steps run there, and `hostResult`
+    /// (`resultBytes`) comes back to `result`.
+    void *result = nullptr, *hostResult = nullptr;
+    size_t resultBytes = 0;
+    std::vector<CollectiveStep> steps;
   };
   /// Throws the UserError of bad data a kernel recorded (see DataError).
   void checkErrorFlag();

@@ -4,6 +4,7 @@
 #include "runtime/cuda/GpuAssignment.h"
 #include "support/Error.h"
 
+#include <set>
 #include <unordered_map>
 
 namespace mpc::runtime::cuda {
@@ -21,6 +22,7 @@ std::vector<Transfer> transferOrder(const plan::Plan &plan) {
   std::vector<Transfer> order;
   std::vector<size_t> pc(plan.devices.size(), 0);
   std::unordered_map<uint32_t, int64_t> inFlight;
+  std::unordered_map<uint32_t, std::set<uint32_t>> arrived; // collective channel -> members there
   for (bool progress = true; progress;) {
     progress = false;
     for (uint32_t d = 0; d < plan.devices.size(); ++d) {
@@ -36,6 +38,11 @@ std::vector<Transfer> transferOrder(const plan::Plan &plan) {
           order.push_back({in.channel, sender->second, d, prog.buffers[in.output].bytes});
         } else if (in.kind == plan::InstrKind::Send) {
           ++inFlight[in.channel];
+        } else if (in.kind == plan::InstrKind::Collective) {
+          // A meeting: no member passes it before every member came.
+          auto &came = arrived[in.channel];
+          came.insert(d);
+          if (came.size() < in.group.size()) break;
         }
         ++pc[d];
         progress = true;

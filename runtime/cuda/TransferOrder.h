@@ -5,8 +5,9 @@
 // issues the matching one. Every process of a job therefore issues its NCCL
 // sends and receives in one global order that each computes alike from the
 // plan: the order in which the receives complete when the plan is simulated
-// with sends that never block and receives that wait for their send (the
-// executor's deadlock check, runtime/Executor.cpp).
+// with sends that never block, receives that wait for their send, and
+// collectives that no member passes before all have come (the executor's
+// deadlock check, runtime/Executor.cpp).
 //
 // That order is what keeps the proxies (NcclProxy.h) deadlock-free: a
 // device's receives appear in its program order, and every transfer comes

@@ -67,7 +67,7 @@ void expectConsistent(const plan::Plan &p, const std::vector<Transfer> &order) {
   for (uint32_t d = 0; d < p.devices.size(); ++d) {
     long lastRecv = -1;
     for (const plan::Instr &in : p.devices[d].instrs) {
-      if (in.kind == plan::InstrKind::Kernel) continue;
+      if (in.kind == plan::InstrKind::Kernel || in.kind == plan::InstrKind::Collective) continue;
       ASSERT_TRUE(pos.count(in.channel)) << "channel " << in.channel << " missing";
       long at = long(pos[in.channel]);
       const Transfer &t = order[size_t(at)];
@@ -91,7 +91,8 @@ void expectConsistent(const plan::Plan &p, const std::vector<Transfer> &order) {
 /// reached its receive (asked for it). Workers never block on sends;
 /// a receive waits for its NCCL operation or, on other channels, the send.
 /// A rank's workers start a step when all of them finished the last one and
-/// its proxy issued that step's sends (Executor::step, finishStep).
+/// its proxy issued that step's sends (Executor::step, finishStep). A
+/// collective (host path) is a meeting: no member passes it before all came.
 /// True when everything finishes.
 bool runsToEnd(const plan::Plan &p, const std::vector<int> &rankOf,
                const std::vector<std::vector<ProxyOp>> &opsOf, int steps) {
@@ -101,6 +102,7 @@ bool runsToEnd(const plan::Plan &p, const std::vector<int> &rankOf,
     for (const ProxyOp &op : ops) viaNccl.insert(op.transfer.channel);
   const size_t ranks = opsOf.size();
   std::set<Key> posted, requested, issued;
+  std::map<Key, std::set<uint32_t>> came; // collectives: members arrived
   std::vector<size_t> pc(p.devices.size(), 0), head(ranks, 0);
   std::vector<int> step(p.devices.size(), 0);
   auto opAt = [&](size_t r, size_t i) {
@@ -134,6 +136,10 @@ bool runsToEnd(const plan::Plan &p, const std::vector<int> &rankOf,
         const plan::Instr &in = instrs[pc[d]];
         Key k{step[d], in.channel};
         if (in.kind == plan::InstrKind::Send) posted.insert(k);
+        if (in.kind == plan::InstrKind::Collective) {
+          if (came[k].insert(d).second) progress = true;
+          if (came[k].size() < in.group.size()) break;
+        }
         if (in.kind == plan::InstrKind::Recv) {
           bool nccl = viaNccl.count(in.channel) != 0;
           if (nccl && !requested.count(k)) {
@@ -194,6 +200,30 @@ TEST(TransferOrder, PipelinedPlansUnderEveryScheduleAreConsistentAndDeadlockFree
       auto ops = opsOfRanks(p, rankOf, ranks);
       EXPECT_TRUE(runsToEnd(p, rankOf, ops, 2))
           << "ranks " << rankOf[0] << rankOf[1] << rankOf[2];
+    }
+  }
+}
+
+// Data-parallel replicas of a pipeline: the gradient all-reduces are
+// meetings of each stage's replicas, and the order must let every rank
+// reach them (a replica per rank, replicas split across ranks).
+TEST(TransferOrder, DataParallelPipelinesWithCollectivesRunToTheEnd) {
+  for (int zero : {0, 1}) {
+    SCOPED_TRACE("zero " + std::to_string(zero));
+    passes::PassOptions options;
+    options.devices = {"gpu:0", "gpu:1", "gpu:2", "gpu:3", "gpu:4", "gpu:5"};
+    options.microbatches = 2;
+    options.dataParallel = 2;
+    options.zero = zero;
+    plan::Plan p = compiler::compileModel(test::seedModelJson(), options, /*seed=*/1);
+    ASSERT_EQ(p.devices.size(), 6u);
+    std::vector<Transfer> order = transferOrder(p);
+    expectConsistent(p, order);
+    for (const std::vector<int> &rankOf :
+         {std::vector<int>{0, 0, 0, 1, 1, 1}, {0, 1, 2, 0, 1, 2}, {0, 1, 0, 1, 0, 1}}) {
+      int ranks = *std::max_element(rankOf.begin(), rankOf.end()) + 1;
+      auto ops = opsOfRanks(p, rankOf, ranks);
+      EXPECT_TRUE(runsToEnd(p, rankOf, ops, 2)) << "rank map " << rankOf[1] << rankOf[3];
     }
   }
 }
