@@ -21,7 +21,8 @@
 //   * StageZeroArena: an 8 x 256 tanh MLP, batch 4096, on p = 4 stages with
 //     M = 16 micro-batches (activations outweigh the weights, as where
 //     pipelining is used); the peak arena of stage 0 under 1F1B / under
-//     GPipe (compile-time figures, no timing).
+//     GPipe, and with --recompute=full against without, under each
+//     (compile-time figures, no timing).
 // Run: cmake --build build --target mpc-pipeline-bench &&
 //      build/bench/mpc-pipeline-bench
 //
@@ -53,8 +54,10 @@ struct Compiled {
 };
 
 Compiled compile(const std::string &json, int64_t microbatches, const std::string &schedule,
-                 std::map<std::string, std::string> groupMap = {}) {
+                 std::map<std::string, std::string> groupMap = {},
+                 const std::string &recompute = "none") {
   passes::PassOptions options;
+  options.recompute = recompute;
   options.microbatches = microbatches;
   options.schedule = schedule;
   options.groupMap = std::move(groupMap);
@@ -130,14 +133,18 @@ BENCHMARK(Schedules)->Args({2, 4})->Args({2, 8})->Args({4, 4})->Args({4, 8})
 
 void StageZeroArena(benchmark::State &state) {
   const std::string json = mlpModelJson(4096, 256, 8, 4);
-  uint64_t ofob = 0, gpipe = 0;
+  uint64_t ofob = 0, gpipe = 0, full = 0, ofobFull = 0;
   for (auto _ : state) {
     ofob = compile(json, 16, "1f1b").plan.devices[0].arenaBytes;
     gpipe = compile(json, 16, "gpipe").plan.devices[0].arenaBytes;
+    full = compile(json, 16, "gpipe", {}, "full").plan.devices[0].arenaBytes;
+    ofobFull = compile(json, 16, "1f1b", {}, "full").plan.devices[0].arenaBytes;
   }
   state.counters["1f1b_KiB"] = double(ofob) / 1024;
   state.counters["gpipe_KiB"] = double(gpipe) / 1024;
   state.counters["1f1b_vs_gpipe"] = double(ofob) / double(gpipe);
+  state.counters["gpipe_full_recompute_vs_gpipe"] = double(full) / double(gpipe);
+  state.counters["1f1b_full_recompute_vs_1f1b"] = double(ofobFull) / double(ofob);
 }
 BENCHMARK(StageZeroArena)->Unit(benchmark::kMillisecond)->Iterations(1);
 

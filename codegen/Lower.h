@@ -37,6 +37,9 @@ void fillOpTable(plan::Plan &plan);
 /// `mpc compile --stats`: per device, peak arena bytes, persistent bytes and
 /// the bytes a no-reuse plan would need; instruction counts; transfers.
 void printPlanStats(const plan::Plan &plan, std::ostream &os);
+/// `mpc compile --stats --recompute=...`: each device's arena peak with
+/// recomputation (`with`) and without (`without`, the same model and flags).
+void printRecomputeStats(const plan::Plan &with, const plan::Plan &without, std::ostream &os);
 
 /// A pipelined plan's bubble (idle share of device time): predicted by
 /// running its instruction lists on a cost model (FLOPs and bytes per

@@ -133,10 +133,6 @@ private:
   size_t indexOf(const ir::Node *n) const { return index_.at(n); }
   bool zeroBubble() const { return schedule_.rfind("zb-", 0) == 0; }
 
-  static bool isTransfer(const ir::Node *n) {
-    return n->isOp(ir::OpKind::Copy) && n->inputs.size() == 1 &&
-           n->inputs[0]->device != n->device;
-  }
 
   void buildDependencies() {
     for (size_t i = 0; i < nodes_.size(); ++i) index_[nodes_[i].get()] = i;
@@ -240,7 +236,7 @@ private:
     for (const ir::Node *n : st_.topo) {
       size_t i = indexOf(n);
       if (!n->isOp() || !n->backward || mb_[i] != kFloating || n->info().has(ir::kOptimizer) ||
-          n->info().has(ir::kCollective) || isTransfer(n))
+          n->info().has(ir::kCollective) || n->isTransfer())
         continue;
       int k = kFloating, stage = -1;
       for (const ir::Node *in : n->inputs) {
@@ -307,7 +303,7 @@ private:
           size_t av = actionOf_[v];
           if (av == a) b = b || isB[v];
           else if (av != SIZE_MAX) b = b || actions_[av].key.kind != plan::Action::WeightGrad;
-          else b = b || isTransfer(nodes_[v].get());
+          else b = b || nodes_[v]->isTransfer();
         }
         isB[*it] = b;
         if (!b) keys[*it] = ActionKey{k.device, plan::Action::WeightGrad, k.stage, k.microbatch};

@@ -87,4 +87,16 @@ void printPlanStats(const plan::Plan &plan, std::ostream &os) {
   }
 }
 
+void printRecomputeStats(const plan::Plan &with, const plan::Plan &without, std::ostream &os) {
+  for (const plan::DeviceProgram &d : with.devices)
+    for (const plan::DeviceProgram &w : without.devices)
+      if (w.device == d.device) {
+        char share[32];
+        std::snprintf(share, sizeof share, "%.0f%%",
+                      w.arenaBytes ? 100.0 * double(d.arenaBytes) / double(w.arenaBytes) : 100.0);
+        os << "recompute: device " << d.device << ": arena peak " << byteSizeText(d.arenaBytes)
+           << ", " << byteSizeText(w.arenaBytes) << " without (" << share << ")\n";
+      }
+}
+
 } // namespace mpc::codegen

@@ -77,11 +77,6 @@ plan::Action actionOf(const LoweringState &st, const ir::Node *n) {
 
 bool updatesInPlace(const ir::Node *n) { return n->isOp() && n->info().has(ir::kOptimizer); }
 
-/// A copy from another device: a send there, a receive here.
-bool isTransfer(const ir::Node *n) {
-  return n->isOp(ir::OpKind::Copy) && n->inputs.size() == 1 && n->inputs[0]->device != n->device;
-}
-
 } // namespace
 
 std::vector<std::vector<size_t>> executionSuccessors(const ir::Graph &graph) {
@@ -144,9 +139,9 @@ void orderNodes(LoweringState &st) {
   for (size_t i = nodes.size(); i-- > 0;) {
     const ir::Node *n = nodes[i].get();
     if (!n->isOp()) continue;
-    bool feedsTransfer = isTransfer(n), onlyCollectives = !succ[i].empty();
+    bool feedsTransfer = n->isTransfer(), onlyCollectives = !succ[i].empty();
     for (size_t v : succ[i]) {
-      feedsTransfer = feedsTransfer || isTransfer(nodes[v].get()) ||
+      feedsTransfer = feedsTransfer || nodes[v]->isTransfer() ||
                       (rank[v] == 2 && nodes[v]->device == n->device);
       onlyCollectives = onlyCollectives && rank[v] == 1;
     }

@@ -176,6 +176,12 @@ struct Node {
   /// mirror, and not a shard other than the first.
   bool namesTensor() const { return mirrorOf.empty() && (!shardOf || shardOf->index == 0); }
   const OpInfo &info() const; ///< only for op nodes
+  /// A copy from another device: a send there and a receive here once
+  /// lowered (a copy within one device is a local kernel).
+  bool isTransfer() const {
+    return kind == NodeKind::Op && op == OpKind::Copy && inputs.size() == 1 &&
+           inputs[0]->device != device;
+  }
   /// "'h1' (matmul)" or "'w0' (param)": how diagnostics name a node.
   std::string describe() const;
   /// Where diagnostics point: its JSON pointer ("/nodes/3") when it came from

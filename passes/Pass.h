@@ -47,6 +47,8 @@ struct PassOptions {
   std::optional<int64_t> dataParallel;
   std::optional<int> zero;
   std::optional<int64_t> bucketBytes;
+  /// --recompute: "none", "selective" or "full" (passes/Recompute.cpp).
+  std::optional<std::string> recompute;
 };
 
 /// The model's pipeline settings with the flags applied; throws UserError on

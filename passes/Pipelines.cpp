@@ -18,6 +18,8 @@
 // and, when the model has a loss:
 //   6. autodiff       the backward graph (copies' gradients are copies back)
 //   7. insert-copies  copies for backward edges that cross devices
+//      recompute      (--recompute=selective|full) activations recomputed
+//                     inside the backward instead of kept
 //      reduce-gradients  (data parallel) each gradient all-reduced across
 //                     the replicas
 //   8. optimize-step  optimizer state and in-place updates, colocated
@@ -88,8 +90,9 @@ std::string defaultPipeline(const ir::Graph &graph, const PassOptions &options) 
   else if (effectivePipeline(graph, options).microbatches > 1) p += ",microbatch";
   p += ",insert-copies";
   if (!graph.loss.empty()) {
-    p += dataParallel ? ",autodiff,insert-copies,reduce-gradients,optimize-step"
-                      : ",autodiff,insert-copies,optimize-step";
+    p += ",autodiff,insert-copies";
+    if (options.recompute && *options.recompute != "none") p += ",recompute";
+    p += dataParallel ? ",reduce-gradients,optimize-step" : ",optimize-step";
     if (dataParallel && dp.zero == 1) p += ",shard-optimizer-state";
   }
   return p;

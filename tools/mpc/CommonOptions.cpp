@@ -44,6 +44,11 @@ void CommonOptions::addTo(CLI::App &cmd) {
          "Split each step's batch into M equal micro-batches along axis 0 and pipeline them "
          "over the devices (overrides the model's \"pipeline\"; default 1: no pipelining)")
       ->transform(integerIn(1, uint64_t(ir::kMaxMicrobatches), ir::kMaxMicrobatchesReason));
+  cmd.add_option("--recompute", recompute,
+                 "Activations the backward recomputes instead of keeping them: none (the "
+                 "default), selective (elementwise ops, softmax, dropout, layer_norm) or full "
+                 "(all but each stage's inputs); the same bits either way (docs/pipelining.md)")
+      ->check(CLI::IsMember(std::vector<std::string>{"none", "selective", "full"}));
   cmd.add_option("--schedule", schedule,
                  "Pipeline schedule: " + ir::pipelineScheduleList() +
                      "; default 1f1b (overrides the model's \"pipeline\"; docs/pipelining.md)")
@@ -100,6 +105,7 @@ passes::PassOptions CommonOptions::passOptions() const {
   if (lrGiven) o.lr = lr;
   o.microbatches = microbatches;
   if (!schedule.empty()) o.schedule = schedule;
+  if (!recompute.empty()) o.recompute = recompute;
   o.dataParallel = dataParallel;
   o.zero = zero;
   if (!bucketSize.empty()) {

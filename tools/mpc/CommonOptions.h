@@ -29,6 +29,7 @@ struct CommonOptions {
   bool lrGiven = false;
   std::optional<int64_t> microbatches; ///< unset: the model's
   std::string schedule;     ///< "": the model's
+  std::string recompute;    ///< "": none
   std::optional<int64_t> dataParallel; ///< unset: the model's
   std::optional<int> zero;             ///< unset: 0
   std::string bucketSize;              ///< "": 25MiB

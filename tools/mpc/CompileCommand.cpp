@@ -44,6 +44,16 @@ void addCompileCommand(CLI::App &app) {
       codegen::printPlanStats(*p, std::cerr);
       codegen::printPipelineStats(*graph, *p, std::cerr);
       codegen::printCollectiveOverlap(*graph, *p, std::cerr);
+      if (options.passes.recompute && *options.passes.recompute != "none") {
+        // The same model and flags without recomputation, quietly.
+        compiler::CompileOptions plain = options;
+        plain.passes.recompute.reset();
+        plain.passes.stats = false;
+        plain.instrumentation = {};
+        plain.log = nullptr;
+        auto g = runPasses(args->model, plain);
+        codegen::printRecomputeStats(*p, compiler::lower(*g, plain), std::cerr);
+      }
     }
     plan::writePlanFile(args->output, *p);
     // The process ends here: leave the memory to the operating system.

@@ -95,10 +95,12 @@ struct Compiled {
   plan::Plan plan;
 };
 
-Compiled compile(const json &model, int64_t microbatches, const std::string &schedule) {
+Compiled compile(const json &model, int64_t microbatches, const std::string &schedule,
+                 const std::string &recompute = "") {
   compiler::CompileOptions options;
   if (microbatches > 0) options.passes.microbatches = microbatches;
   if (!schedule.empty()) options.passes.schedule = schedule;
+  if (!recompute.empty()) options.passes.recompute = recompute;
   Compiled c;
   c.graph = compiler::compileGraph(model.dump(), options);
   plan::Plan p = compiler::lower(*c.graph, options);
@@ -258,12 +260,13 @@ TEST(Pipeline, OneFOneBBoundsMicrobatchesInFlight) {
   }
 }
 
-/// Trains `model` under 1F1B and under `schedule` with M micro-batches;
-/// every loss and every parameter and state are the same bits.
-void expectBitIdenticalTo1F1B(const json &model, int64_t m, const std::string &schedule) {
-  SCOPED_TRACE("M=" + std::to_string(m) + " schedule=" + schedule);
+/// Trains `model` under 1F1B and under `schedule` (with `recompute`) with M
+/// micro-batches; every loss and every parameter and state are the same bits.
+void expectBitIdenticalTo1F1B(const json &model, int64_t m, const std::string &schedule,
+                              const std::string &recompute = "") {
+  SCOPED_TRACE("M=" + std::to_string(m) + " schedule=" + schedule + " recompute=" + recompute);
   Compiled ref = compile(model, m, "1f1b");
-  Compiled zb = compile(model, m, schedule);
+  Compiled zb = compile(model, m, schedule, recompute);
   Executor a(ref.plan), b(zb.plan);
   for (int s = 0; s < 3; ++s) {
     auto in = testbatch::inputsFor(ref.plan, s);
@@ -324,6 +327,53 @@ TEST(Pipeline, ZeroBubbleIsBitIdenticalTo1F1B) {
     for (int64_t m : {1, 2, 4}) // p = 2
       expectBitIdenticalTo1F1B(batchNormDropoutModel(), m, schedule);
   }
+}
+
+// Recomputation changes when activations are computed, never what: every
+// level under every schedule trains bit for bit as plain 1F1B, with dropout
+// (the copy draws the original's mask) and batch_norm.
+TEST(Pipeline, RecomputeIsBitIdentical) {
+  for (const char *level : {"selective", "full"})
+    for (const char *schedule : {"1f1b", "gpipe", "zb-h1", "zb-h2"}) {
+      for (int64_t m : {1, 4, 8})
+        expectBitIdenticalTo1F1B(chainModel(kFourStages, "xent", "adam"), m, schedule, level);
+      for (int64_t m : {1, 2, 4})
+        expectBitIdenticalTo1F1B(batchNormDropoutModel(), m, schedule, level);
+    }
+  // The copies exist, are backward nodes, and the backward reads them.
+  Compiled c = compile(batchNormDropoutModel(), 2, "1f1b", "full");
+  size_t copies = 0;
+  for (const auto &n : c.graph->nodes())
+    if (n->backward && n->name.find(".recompute") != std::string::npos) ++copies;
+  EXPECT_GT(copies, 0u);
+}
+
+/// GPipe holds every micro-batch's activations until its backward; with
+/// --recompute=full a stage keeps only its inputs, so stage 0 (whose input
+/// is the model's) needs at most a third of the arena (p = 4, M = 16).
+TEST(Pipeline, FullRecomputeCutsStageZeroArena) {
+  const int64_t layers = 8, width = 64, batch = 512;
+  json m = {{"mpc", 1}, {"name", "deep"}};
+  m["inputs"]["x"] = {{"shape", {batch, width}}};
+  m["inputs"]["y"] = {{"shape", {batch, width}}};
+  json nodes = json::array();
+  std::string cur = "x";
+  for (int64_t l = 0; l < layers; ++l) {
+    std::string w = "w" + std::to_string(l), h = "h" + std::to_string(l),
+                a = "a" + std::to_string(l), dev = "s" + std::to_string(l * 4 / layers);
+    m["params"][w] = {{"shape", {width, width}}, {"init", {{"xavier", {{"magnitude", 1.0}}}}},
+                      {"device", dev}};
+    nodes.push_back({{"name", h}, {"op", "matmul"}, {"inputs", {cur, w}}, {"device", dev}});
+    nodes.push_back({{"name", a}, {"op", "tanh"}, {"inputs", {h}}, {"device", dev}});
+    cur = a;
+  }
+  nodes.push_back({{"name", "loss"}, {"op", "mse_loss"}, {"inputs", {cur, "y"}}});
+  m["nodes"] = nodes;
+  m["loss"] = "loss";
+  m["optimizer"] = optimizerJson("sgd");
+  uint64_t kept = compile(m, 16, "gpipe").plan.devices[0].arenaBytes;
+  uint64_t recomputed = compile(m, 16, "gpipe", "full").plan.devices[0].arenaBytes;
+  EXPECT_LE(recomputed * 3, kept) << recomputed << " vs " << kept;
 }
 
 /// Micro-batches open on each stage device (forward begun, the last of its
