@@ -3,6 +3,10 @@
 
 #include "ir/JsonReader.h"
 #include "ir/ModelChecksum.h"
+#include "support/Error.h"
+#include "support/StringUtil.h"
+
+#include <algorithm>
 
 #include <sstream>
 
@@ -55,6 +59,36 @@ plan::Plan compileModel(const std::string &json, passes::PassOptions options, ui
   o.passes = std::move(options);
   o.lower.seed = seed;
   return compileModel(json, o);
+}
+
+Compiled compileWithinActivationBudget(const ir::Graph &model, CompileOptions &options,
+                                       uint64_t budget) {
+  const std::vector<std::string> levels = {"none", "selective", "full"};
+  auto rank = [&](const std::string &level) {
+    return size_t(std::find(levels.begin(), levels.end(), level) - levels.begin());
+  };
+  const std::string base = options.passes.recompute.value_or("none");
+  for (;;) {
+    Compiled c;
+    c.graph = model.clone();
+    c.statistics = runPasses(*c.graph, options);
+    c.plan = lower(*c.graph, options);
+    bool raised = false;
+    for (const plan::DeviceProgram &d : c.plan.devices) {
+      if (d.arenaBytes <= budget) continue;
+      auto at = options.passes.recomputeOn.find(d.device);
+      size_t now = rank(at == options.passes.recomputeOn.end() ? base : at->second);
+      if (now + 1 >= levels.size())
+        throw UserError(model.sourceFile, "--activation-budget",
+                        "device " + d.device + " needs " + byteSizeText(d.arenaBytes) +
+                            " of arena even with full recomputation, over the budget of " +
+                            byteSizeText(budget) +
+                            " (the 1f1b schedule, more micro-batches or more devices hold less)");
+      options.passes.recomputeOn[d.device] = levels[now + 1];
+      raised = true;
+    }
+    if (!raised) return c;
+  }
 }
 
 void printPassStatistics(const std::vector<passes::PassStatistic> &statistics, std::ostream &os) {

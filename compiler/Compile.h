@@ -66,6 +66,23 @@ std::unique_ptr<ir::Graph> compileGraph(const std::string &json, passes::PassOpt
 plan::Plan compileModel(const std::string &json, passes::PassOptions options = {},
                         uint64_t seed = 0);
 
+/// A compiled model: the training graph, its plan, and the statistics its
+/// passes counted.
+struct Compiled {
+  std::unique_ptr<ir::Graph> graph;
+  plan::Plan plan;
+  std::vector<passes::PassStatistic> statistics;
+};
+
+/// `mpc compile --activation-budget`: compiles a copy of `model` with
+/// recomputation raised greedily, device by device (none, then selective,
+/// then full, from --recompute's level), until every device's arena peak
+/// is at most `budget` bytes. The levels chosen are left in
+/// options.passes.recomputeOn. Throws UserError naming the device, what it
+/// needs and the budget when full recomputation does not fit.
+Compiled compileWithinActivationBudget(const ir::Graph &model, CompileOptions &options,
+                                       uint64_t budget);
+
 /// "pass: name = value", one line per statistic, as `--stats` prints them.
 void printPassStatistics(const std::vector<passes::PassStatistic> &statistics, std::ostream &os);
 

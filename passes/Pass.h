@@ -49,6 +49,9 @@ struct PassOptions {
   std::optional<int64_t> bucketBytes;
   /// --recompute: "none", "selective" or "full" (passes/Recompute.cpp).
   std::optional<std::string> recompute;
+  /// Per device, a level that overrides `recompute` there (what
+  /// compiler::compileWithinActivationBudget chose).
+  std::map<std::string, std::string> recomputeOn;
 };
 
 /// The model's pipeline settings with the flags applied; throws UserError on

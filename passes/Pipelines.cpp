@@ -91,7 +91,9 @@ std::string defaultPipeline(const ir::Graph &graph, const PassOptions &options) 
   p += ",insert-copies";
   if (!graph.loss.empty()) {
     p += ",autodiff,insert-copies";
-    if (options.recompute && *options.recompute != "none") p += ",recompute";
+    bool recompute = options.recompute && *options.recompute != "none";
+    for (const auto &[device, level] : options.recomputeOn) recompute |= level != "none";
+    if (recompute) p += ",recompute";
     p += dataParallel ? ",reduce-gradients,optimize-step" : ",optimize-step";
     if (dataParallel && dp.zero == 1) p += ",shard-optimizer-state";
   }

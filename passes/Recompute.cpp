@@ -20,7 +20,8 @@
 //   1. In topological order, the activations: forward op nodes that depend on
 //      a model input, except transfers (a stage's input) and updates. The
 //      recomputable ones are all of them (full) or the cheap ones
-//      (selective).
+//      (selective), by the level of their device (PassOptions::recomputeOn,
+//      else --recompute).
 //   2. Needed: every recomputable operand of a backward node (not an
 //      update), and, transitively, every recomputable operand of a needed
 //      node.
@@ -56,15 +57,27 @@ bool cheap(const Node *n) {
 
 bool isUpdate(const Node *n) { return n->isOp() && n->info().has(ir::kOptimizer); }
 
+void checkLevel(const ir::Graph &g, const std::string &level) {
+  if (level != "none" && level != "selective" && level != "full")
+    throw UserError(g.sourceFile, "--recompute",
+                    "unknown level '" + level + "' (expected none, selective or full)");
+}
+
 class RecomputePass : public Pass {
 public:
   bool run(ir::Graph &g, PassContext &ctx) override {
-    const std::string level = ctx.options.recompute.value_or("none");
-    if (level == "none") return false;
-    if (level != "selective" && level != "full")
-      throw UserError(g.sourceFile, "--recompute",
-                      "unknown level '" + level + "' (expected none, selective or full)");
-    if (!g.has(ir::kDifferentiated)) return false;
+    const std::string global = ctx.options.recompute.value_or("none");
+    bool any = global != "none";
+    checkLevel(g, global);
+    for (const auto &[device, level] : ctx.options.recomputeOn) {
+      checkLevel(g, level);
+      any = any || level != "none";
+    }
+    if (!any || !g.has(ir::kDifferentiated)) return false;
+    auto levelOf = [&](const Node *n) -> const std::string & {
+      auto it = ctx.options.recomputeOn.find(n->device);
+      return it == ctx.options.recomputeOn.end() ? global : it->second;
+    };
     const std::vector<Node *> topo = g.topoOrder();
     // Step 1.
     std::unordered_set<const Node *> batched, recomputable;
@@ -76,7 +89,8 @@ public:
       if (!fromInput) continue;
       batched.insert(n);
       if (n->isTransfer() || isUpdate(n) || n->info().has(ir::kCollective)) continue;
-      if (level == "full" || cheap(n)) recomputable.insert(n);
+      const std::string &level = levelOf(n);
+      if (level == "full" || (level == "selective" && cheap(n))) recomputable.insert(n);
     }
     // Step 2.
     std::unordered_set<const Node *> needed;

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Lower.h"
+#include "ir/JsonReader.h"
 #include "ir/JsonWriter.h"
 #include "ir/Printer.h"
 #include "plan/PlanIO.h"
@@ -16,9 +17,11 @@
 #include "tools/mpc/BuryPointer.h"
 #include "tools/mpc/Commands.h"
 #include "tools/mpc/Flags.h"
+#include "tools/mpc/NumericFlags.h"
 
 #include <iostream>
 #include <memory>
+#include <optional>
 
 namespace mpc::tool {
 
@@ -27,10 +30,23 @@ void addCompileCommand(CLI::App &app) {
   CLI::App *cmd = addCompileFlags(app, *args);
   cmd->callback([args] {
     compiler::CompileOptions options = finishCompileFlags(*args);
+    std::optional<uint64_t> budget;
+    if (!args->activationBudget.empty())
+      budget = uint64_t(parseByteSize(args->activationBudget, "--activation-budget"));
     std::vector<OutputTarget> targets = {{"-o", args->output}};
     for (const OutputTarget &t : args->common.outputTargets()) targets.push_back(t);
     checkOutputTargets(targets, {args->model});
-    auto graph = runPasses(args->model, options);
+    std::unique_ptr<ir::Graph> graph;
+    std::unique_ptr<plan::Plan> p;
+    if (budget) {
+      compiler::Compiled c =
+          compiler::compileWithinActivationBudget(*ir::readModelFile(args->model), options, *budget);
+      if (options.passes.stats) compiler::printPassStatistics(c.statistics, std::cerr);
+      graph = std::move(c.graph);
+      p = std::make_unique<plan::Plan>(std::move(c.plan));
+    } else {
+      graph = runPasses(args->model, options);
+    }
     if (args->emit == "ir") {
       writeFileAtomic(args->output, ir::printGraph(*graph));
       return;
@@ -39,15 +55,22 @@ void addCompileCommand(CLI::App &app) {
       writeFileAtomic(args->output, ir::writeModelJson(*graph));
       return;
     }
-    auto p = std::make_unique<plan::Plan>(compiler::lower(*graph, options));
+    if (!p) p = std::make_unique<plan::Plan>(compiler::lower(*graph, options));
     if (args->common.stats) {
       codegen::printPlanStats(*p, std::cerr);
       codegen::printPipelineStats(*graph, *p, std::cerr);
       codegen::printCollectiveOverlap(*graph, *p, std::cerr);
-      if (options.passes.recompute && *options.passes.recompute != "none") {
+      bool recomputes = options.passes.recompute && *options.passes.recompute != "none";
+      for (const auto &[device, level] : options.passes.recomputeOn) {
+        std::cerr << "recompute: device " << device << ": " << level
+                  << " (to fit --activation-budget " << args->activationBudget << ")\n";
+        recomputes |= level != "none";
+      }
+      if (recomputes) {
         // The same model and flags without recomputation, quietly.
         compiler::CompileOptions plain = options;
         plain.passes.recompute.reset();
+        plain.passes.recomputeOn.clear();
         plain.passes.stats = false;
         plain.instrumentation = {};
         plain.log = nullptr;

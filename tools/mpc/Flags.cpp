@@ -136,6 +136,10 @@ CLI::App *addCompileFlags(CLI::App &app, CompileArgs &args) {
   cmd->add_flag("--no-inplace", args.noInPlace,
                 "Give every arena buffer bytes of its own: no elementwise result takes over "
                 "its dying operand's slot");
+  cmd->add_option("--activation-budget", args.activationBudget,
+                  "Recompute activations, device by device (selective, then full), until each "
+                  "device's arena peak fits this size, e.g. 64MiB; an error names the device "
+                  "when full recomputation does not fit (docs/pipelining.md)");
   args.common.addTo(*cmd);
   return cmd;
 }

@@ -49,6 +49,7 @@ struct CompileArgs {
   std::string model, output, emit = "plan";
   uint64_t seed = 0;
   bool noInPlace = false;
+  std::string activationBudget; ///< "": none
   CommonOptions common;
 };
 
