@@ -7,6 +7,7 @@
 #include "support/StringUtil.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <sstream>
 
@@ -89,6 +90,49 @@ Compiled compileWithinActivationBudget(const ir::Graph &model, CompileOptions &o
     }
     if (!raised) return c;
   }
+}
+
+MicrobatchChoice chooseMicrobatches(const ir::Graph &model, const CompileOptions &options) {
+  int64_t rows = 0;
+  for (const auto &n : model.nodes())
+    if (n->kind == ir::NodeKind::Input && !n->type.shape.empty()) {
+      rows = n->type.shape[0];
+      break;
+    }
+  if (rows < 1)
+    throw UserError(model.sourceFile, "--microbatches",
+                    "auto needs a model input with a batch axis to split");
+  const int64_t replicas = passes::effectiveDataParallel(model, options.passes).replicas;
+  const int64_t perReplica = rows / std::max<int64_t>(replicas, 1);
+  CompileOptions quiet = options;
+  quiet.log = nullptr;
+  quiet.passes.stats = false;
+  quiet.instrumentation = {};
+  MicrobatchChoice choice;
+  std::optional<UserError> firstError;
+  double bestSeconds = 0;
+  for (int64_t m = 1; m <= std::min<int64_t>({64, perReplica, ir::kMaxMicrobatches}); ++m) {
+    if (perReplica % m != 0) continue;
+    quiet.passes.microbatches = m;
+    try {
+      std::unique_ptr<ir::Graph> g = model.clone();
+      runPasses(*g, quiet);
+      plan::Plan p = lower(*g, quiet);
+      double seconds = codegen::predictPipelineCost(*g, p).makespan;
+      choice.predicted.emplace_back(m, seconds);
+      if (choice.predicted.size() == 1 || seconds < bestSeconds) {
+        choice.best = m;
+        bestSeconds = seconds;
+      }
+    } catch (const UserError &e) {
+      if (!firstError) firstError = e;
+    }
+  }
+  if (choice.predicted.empty()) {
+    if (firstError) throw *firstError;
+    throw UserError(model.sourceFile, "--microbatches", "auto found no micro-batch count to try");
+  }
+  return choice;
 }
 
 void printPassStatistics(const std::vector<passes::PassStatistic> &statistics, std::ostream &os) {

@@ -83,6 +83,17 @@ struct Compiled {
 Compiled compileWithinActivationBudget(const ir::Graph &model, CompileOptions &options,
                                        uint64_t budget);
 
+/// `mpc compile --microbatches=auto`: each M that divides a replica's rows,
+/// up to 64, compiled (quietly) from a copy of `model`, with the step the
+/// cost model predicts for it (codegen::predictPipelineCost); `best` is the
+/// shortest (the smaller M on a tie). M values the model refuses (an error
+/// for that M) are left out; when all are, the first error is thrown.
+struct MicrobatchChoice {
+  int64_t best = 1;
+  std::vector<std::pair<int64_t, double>> predicted; ///< (M, seconds per step)
+};
+MicrobatchChoice chooseMicrobatches(const ir::Graph &model, const CompileOptions &options);
+
 /// "pass: name = value", one line per statistic, as `--stats` prints them.
 void printPassStatistics(const std::vector<passes::PassStatistic> &statistics, std::ostream &os);
 

@@ -39,11 +39,20 @@ void CommonOptions::addTo(CLI::App &cmd) {
   cmd.add_option_function<double>(
          "--lr", [this](double v) { lr = v, lrGiven = true; }, "Override the learning rate")
       ->check(positiveNumber());
-  cmd.add_option_function<int64_t>(
-         "--microbatches", [this](int64_t m) { microbatches = m; },
+  CLI::Validator count = integerIn(1, uint64_t(ir::kMaxMicrobatches), ir::kMaxMicrobatchesReason);
+  cmd.add_option_function<std::string>(
+         "--microbatches",
+         [this](const std::string &m) {
+           if (m == "auto") microbatchesAuto = true;
+           else microbatches = std::stoll(m);
+         },
          "Split each step's batch into M equal micro-batches along axis 0 and pipeline them "
-         "over the devices (overrides the model's \"pipeline\"; default 1: no pipelining)")
-      ->transform(integerIn(1, uint64_t(ir::kMaxMicrobatches), ir::kMaxMicrobatchesReason));
+         "over the devices (overrides the model's \"pipeline\"; default 1: no pipelining); "
+         "auto: mpc compile compiles each M dividing a replica's rows, up to 64, and takes the "
+         "one whose step the cost model predicts shortest")
+      ->transform(CLI::Validator(
+          [count](std::string &text) { return text == "auto" ? std::string() : count(text); },
+          count.get_description() + " or auto"));
   cmd.add_option("--recompute", recompute,
                  "Activations the backward recomputes instead of keeping them: none (the "
                  "default), selective (elementwise ops, softmax, dropout, layer_norm) or full "

@@ -28,6 +28,7 @@ struct CommonOptions {
   double lr = 0;
   bool lrGiven = false;
   std::optional<int64_t> microbatches; ///< unset: the model's
+  bool microbatchesAuto = false;       ///< --microbatches=auto (mpc compile chooses)
   std::string schedule;     ///< "": the model's
   std::string recompute;    ///< "": none
   std::optional<int64_t> dataParallel; ///< unset: the model's

@@ -19,6 +19,7 @@
 #include "tools/mpc/Flags.h"
 #include "tools/mpc/NumericFlags.h"
 
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -38,6 +39,21 @@ void addCompileCommand(CLI::App &app) {
     checkOutputTargets(targets, {args->model});
     std::unique_ptr<ir::Graph> graph;
     std::unique_ptr<plan::Plan> p;
+    if (args->common.microbatchesAuto) {
+      compiler::MicrobatchChoice choice =
+          compiler::chooseMicrobatches(*ir::readModelFile(args->model), options);
+      options.passes.microbatches = choice.best;
+      if (options.passes.stats) {
+        std::cerr << "microbatches: auto chose " << choice.best
+                  << ", the shortest step the cost model predicts:";
+        for (const auto &[m, seconds] : choice.predicted) {
+          char ms[32];
+          std::snprintf(ms, sizeof ms, "%.3g ms", seconds * 1e3);
+          std::cerr << " M=" << m << " " << ms;
+        }
+        std::cerr << "\n";
+      }
+    }
     if (budget) {
       compiler::Compiled c =
           compiler::compileWithinActivationBudget(*ir::readModelFile(args->model), options, *budget);

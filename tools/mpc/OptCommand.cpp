@@ -10,6 +10,7 @@
 #include "ir/JsonWriter.h"
 #include "ir/Printer.h"
 #include "support/FileIO.h"
+#include "support/Error.h"
 #include "tools/mpc/Commands.h"
 #include "tools/mpc/CommonOptions.h"
 
@@ -37,6 +38,10 @@ void addOptCommand(CLI::App &app) {
       ->check(CLI::IsMember({"text", "json"}));
   args->common.addTo(*cmd);
   cmd->callback([args, output] {
+    if (args->common.microbatchesAuto)
+      throw UserError("", "--microbatches",
+                      "auto is chosen by mpc compile, which compiles each candidate; give mpc opt "
+                      "a number");
     compiler::CompileOptions options =
         args->common.compileOptions(compiler::DefaultPipeline::None);
     std::vector<OutputTarget> targets = args->common.outputTargets();
