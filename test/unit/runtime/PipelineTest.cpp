@@ -333,10 +333,20 @@ TEST(Pipeline, ZeroBubbleIsBitIdenticalTo1F1B) {
 // level under every schedule trains bit for bit as plain 1F1B, with dropout
 // (the copy draws the original's mask) and batch_norm.
 TEST(Pipeline, RecomputeIsBitIdentical) {
+  json shared = chainModel(kFourStages, "mse", "sgd");
+  for (json &n : shared["nodes"])
+    if (n["name"] == "h3") n["inputs"][1] = "w1";
+  shared["params"]["w1"]["shape"] = {6, 6};
+  shared["params"].erase("w3");
+  shared["params"]["b3"]["shape"] = {6};
+  shared["inputs"]["y"]["shape"] = {kBatch, 6};
   for (const char *level : {"selective", "full"})
     for (const char *schedule : {"1f1b", "gpipe", "zb-h1", "zb-h2"}) {
-      for (int64_t m : {1, 4, 8})
+      for (int64_t m : {1, 3, 4, 8}) { // 1, p - 1, p, 2p
         expectBitIdenticalTo1F1B(chainModel(kFourStages, "xent", "adam"), m, schedule, level);
+        expectBitIdenticalTo1F1B(chainModel(kFourStages, "mse", "sgd"), m, schedule, level);
+        expectBitIdenticalTo1F1B(shared, m, schedule, level);
+      }
       for (int64_t m : {1, 2, 4})
         expectBitIdenticalTo1F1B(batchNormDropoutModel(), m, schedule, level);
     }
