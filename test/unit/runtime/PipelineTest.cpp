@@ -163,6 +163,19 @@ void expectSameTraining(const json &model, int64_t m, const std::string &schedul
 
 const std::vector<std::string> kFourStages = {"s0", "s1", "s2", "s3"};
 
+/// The four-stage chain (mse) whose w1 lives on s1 and is used again on s3,
+/// the same shape in both places: a parameter shared by two stages.
+json sharedParameterModel(const std::string &optimizer) {
+  json model = chainModel(kFourStages, "mse", optimizer);
+  for (json &n : model["nodes"])
+    if (n["name"] == "h3") n["inputs"][1] = "w1";
+  model["params"]["w1"]["shape"] = {6, 6};
+  model["params"].erase("w3");
+  model["params"]["b3"]["shape"] = {6};
+  model["inputs"]["y"]["shape"] = {kBatch, 6};
+  return model;
+}
+
 TEST(Pipeline, OneMicrobatchIsTheUnpipelinedPlan) {
   json model = chainModel(kFourStages, "mse", "adam");
   for (const std::string &s : kSchedules)
@@ -182,14 +195,7 @@ TEST(Pipeline, FourStagesEveryScheduleOptimizerLossAndM) {
 }
 
 TEST(Pipeline, ParameterUsedByTwoStages) {
-  // w1 lives on s1 and is used again on s3, the same shape in both places.
-  json model = chainModel(kFourStages, "mse", "adam");
-  for (json &n : model["nodes"])
-    if (n["name"] == "h3") n["inputs"][1] = "w1";
-  model["params"]["w1"]["shape"] = {6, 6};
-  model["params"].erase("w3");
-  model["params"]["b3"]["shape"] = {6};
-  model["inputs"]["y"]["shape"] = {kBatch, 6};
+  json model = sharedParameterModel("adam");
   for (const std::string &s : kSchedules)
     for (int64_t m : {3, 8}) expectSameTraining(model, m, s);
 }
@@ -312,13 +318,7 @@ json batchNormDropoutModel() {
 }
 
 TEST(Pipeline, ZeroBubbleIsBitIdenticalTo1F1B) {
-  json shared = chainModel(kFourStages, "mse", "sgd");
-  for (json &n : shared["nodes"])
-    if (n["name"] == "h3") n["inputs"][1] = "w1";
-  shared["params"]["w1"]["shape"] = {6, 6};
-  shared["params"].erase("w3");
-  shared["params"]["b3"]["shape"] = {6};
-  shared["inputs"]["y"]["shape"] = {kBatch, 6};
+  json shared = sharedParameterModel("sgd");
   for (const char *schedule : {"zb-h1", "zb-h2"}) {
     for (const char *opt : {"sgd", "adam"})
       for (int64_t m : {1, 3, 4, 8}) // 1, p - 1, p, 2p
@@ -333,13 +333,7 @@ TEST(Pipeline, ZeroBubbleIsBitIdenticalTo1F1B) {
 // level under every schedule trains bit for bit as plain 1F1B, with dropout
 // (the copy draws the original's mask) and batch_norm.
 TEST(Pipeline, RecomputeIsBitIdentical) {
-  json shared = chainModel(kFourStages, "mse", "sgd");
-  for (json &n : shared["nodes"])
-    if (n["name"] == "h3") n["inputs"][1] = "w1";
-  shared["params"]["w1"]["shape"] = {6, 6};
-  shared["params"].erase("w3");
-  shared["params"]["b3"]["shape"] = {6};
-  shared["inputs"]["y"]["shape"] = {kBatch, 6};
+  json shared = sharedParameterModel("sgd");
   for (const char *level : {"selective", "full"})
     for (const char *schedule : {"1f1b", "gpipe", "zb-h1", "zb-h2"}) {
       for (int64_t m : {1, 3, 4, 8}) { // 1, p - 1, p, 2p
