@@ -151,7 +151,8 @@ void describeInterface(LoweringState &st) {
   };
   // A data-parallel replica's param or state is a placement of the tensor
   // it mirrors (plan::TensorRef::mirrors), in replica order (creation order).
-  // A ZeRO-1 shard is a part of its tensor (plan::TensorRef::shards), which
+  // A ZeRO-1 shard, or a tensor-parallel part along an axis, is a part of
+  // its tensor (plan::TensorRef::shards, ::shardAxis), which
   // takes the name and shape of the whole.
   std::map<std::string, std::vector<plan::Placement>> mirrors, shards;
   for (const auto &n : g.nodes()) {
@@ -171,6 +172,7 @@ void describeInterface(LoweringState &st) {
       r.name = n->shardOf->of;
       r.shape = n->shardOf->shape;
       r.shards = shards.at(n->shardOf->of);
+      r.shardAxis = int32_t(n->shardOf->axis);
     }
     return r;
   };

@@ -32,6 +32,35 @@ std::optional<Device> parseDevice(const std::string &s) {
   return d;
 }
 
+std::optional<std::vector<Device>> parseDeviceSet(const std::string &s) {
+  std::vector<Device> out;
+  size_t start = 0;
+  while (true) {
+    size_t end = s.find(kDeviceSetSeparator, start);
+    std::optional<Device> d =
+        parseDevice(s.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (!d || (!out.empty() && d->kind != out[0].kind)) return std::nullopt;
+    for (const Device &o : out)
+      if (o == *d) return std::nullopt;
+    out.push_back(*d);
+    if (out.size() > 64) return std::nullopt;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  if (out.size() < 2) return std::nullopt;
+  return out;
+}
+
+std::string deviceSetName(const std::vector<Device> &devices) {
+  std::string s;
+  for (size_t i = 0; i < devices.size(); ++i) s += (i ? "+" : "") + devices[i].str();
+  return s;
+}
+
+bool isPlacedDevice(const std::string &s) {
+  return parseDevice(s).has_value() || parseDeviceSet(s).has_value();
+}
+
 bool isValidGroupName(const std::string &s) {
   if (s.empty() || s.find(':') != std::string::npos) return false;
   if (!(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;

@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mpc::ir {
 
@@ -18,6 +19,20 @@ struct Device {
 /// Parses "cpu:N" / "gpu:N" (N a decimal below 1024); nullopt otherwise,
 /// which callers treat as a group name when it is a valid identifier.
 std::optional<Device> parseDevice(const std::string &s);
+
+/// The separator of a device set, a group mapped to several devices:
+/// "cpu:0+cpu:1" (tensor parallelism).
+inline constexpr char kDeviceSetSeparator = '+';
+
+/// Parses a device set "cpu:0+cpu:1+..." of at least two distinct concrete
+/// devices of one kind; nullopt otherwise.
+std::optional<std::vector<Device>> parseDeviceSet(const std::string &s);
+
+/// "cpu:0+cpu:1": the spelling of a device set.
+std::string deviceSetName(const std::vector<Device> &devices);
+
+/// A node's device after placement: concrete, or a device set.
+bool isPlacedDevice(const std::string &s);
 
 /// Group names: [A-Za-z_][A-Za-z0-9_.-]*, and not of the form kind:N.
 bool isValidGroupName(const std::string &s);

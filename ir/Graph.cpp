@@ -316,6 +316,7 @@ std::unique_ptr<Graph> Graph::clone() const {
   g->optimizer = optimizer;
   g->pipeline = pipeline;
   g->dataParallel = dataParallel;
+  g->groups = groups;
   g->modelChecksum = modelChecksum;
   g->gradients = gradients;
   g->stages = stages;

@@ -19,6 +19,7 @@
 #include "ir/NameTable.h"
 #include "ir/OpInfo.h"
 #include "ir/Type.h"
+#include "ops/Layout.h"
 
 #include <map>
 #include <memory>
@@ -154,13 +155,30 @@ struct Node {
   /// layout of ops::shardElements: flattened, zero-padded, equal parts.
   /// Lowering makes it a placement of that tensor (plan::TensorRef::shards),
   /// so checkpoints hold `of` whole. The tensor itself is no node.
+  /// A tensor-parallel parameter's part (passes/TensorParallel.cpp) is
+  /// part `index` of `count` equal parts along axis `axis` instead.
   struct ShardOf {
     std::string of;
     int64_t index = 0, count = 0;
     Shape shape;
+    int64_t axis = -1; ///< -1: ZeRO-1's flat layout; else the split axis
     bool operator==(const ShardOf &) const = default;
   };
   std::optional<ShardOf> shardOf;
+  /// Input and Param of a tensor-parallel group ("shard": D in the model):
+  /// split along axis D into equal parts over the group's devices, in
+  /// order; nullopt: replicated on every device of the group.
+  std::optional<int64_t> shard;
+  /// Set by tensor-parallel (passes/TensorParallel.cpp): this node is the
+  /// part on device `index` of `size` of the logical value `of`, in
+  /// `layout` (ops/Layout.h); its type is that part's.
+  struct Spmd {
+    std::string of;
+    int64_t index = 0, size = 0;
+    ops::Layout layout;
+    bool operator==(const Spmd &) const = default;
+  };
+  std::optional<Spmd> spmd;
   /// Set by the microbatch pass: the micro-batch whose rows this node holds
   /// (its replica index); -1 for nodes shared by every micro-batch.
   int microbatch = -1;
@@ -202,6 +220,10 @@ public:
   std::optional<OptimizerSpec> optimizer;
   PipelineSpec pipeline;
   DataParallelSpec dataParallel;
+  /// The model's "groups": a device group mapped to several devices, which
+  /// all run its nodes (tensor parallelism, docs/parallelism.md). --map
+  /// entries take precedence.
+  std::map<std::string, std::vector<std::string>> groups;
   /// What the model computes, whatever its layout (ir/ModelChecksum.h):
   /// taken by compiler::runPasses before any pass; 0 until then.
   uint64_t modelChecksum = 0;

@@ -46,15 +46,16 @@ using json = OrderedJson; // what parseStrictJson returns
 const std::vector<std::string> kTopKeys = {"mpc",     "name",      "inputs", "params",
                                            "state",   "nodes",     "loss",   "outputs",
                                            "optimizer", "stages",  "gradients",
-                                           "pipeline",  "data_parallel"};
-const std::vector<std::string> kInputKeys = {"shape", "dtype", "device"};
-const std::vector<std::string> kParamKeys = {"shape",  "dtype",   "init", "mirror_of",
-                                             "device", "lr_mult", "wd_mult"};
-const std::vector<std::string> kStateKeys = {"shape", "dtype",     "init",    "param",
-                                             "device", "mirror_of", "shard_of"};
-const std::vector<std::string> kShardOfKeys = {"tensor", "index", "count", "shape"};
+                                           "pipeline",  "data_parallel", "groups"};
+const std::vector<std::string> kInputKeys = {"shape", "dtype", "device", "shard", "spmd"};
+const std::vector<std::string> kParamKeys = {"shape",   "dtype",   "init",  "mirror_of", "device",
+                                             "lr_mult", "wd_mult", "shard", "shard_of",  "spmd"};
+const std::vector<std::string> kStateKeys = {"shape",     "dtype",    "init", "param", "device",
+                                             "mirror_of", "shard_of", "spmd"};
+const std::vector<std::string> kShardOfKeys = {"tensor", "index", "count", "shape", "axis"};
+const std::vector<std::string> kSpmdKeys = {"of", "index", "size", "layout"};
 const std::vector<std::string> kNodeKeys = {"name",   "op",       "inputs", "attrs",
-                                            "device", "backward", "origin"};
+                                            "device", "backward", "origin", "spmd"};
 const std::vector<std::string> kSgdKeys = {"lr", "momentum", "dampening", "nesterov",
                                            "weight_decay"};
 const std::vector<std::string> kPipelineKeys = {"microbatches", "schedule"};
@@ -138,6 +139,7 @@ public:
     if (const json *j = find(root, "outputs")) readOutputs(*j);
     if (const json *j = find(root, "optimizer")) readOptimizer(*j);
     if (const json *j = find(root, "pipeline")) readPipeline(*j);
+    if (const json *j = find(root, "groups")) readGroups(*j);
     if (const json *j = find(root, "data_parallel")) {
       if (!j->is_number_integer() || j->get<int64_t>() < 1 || j->get<int64_t>() > kMaxReplicas)
         fail("/data_parallel", "data_parallel must be an integer in [1, " +
@@ -277,7 +279,7 @@ private:
       fail(dp, "unknown device " + describeJson(*j) + " for " + who +
                    "; expected cpu:N, gpu:N or a group name");
     std::string d = j->get<std::string>();
-    if (!parseDevice(d) && !isValidGroupName(d))
+    if (!parseDevice(d) && !parseDeviceSet(d) && !isValidGroupName(d))
       fail(dp, "unknown device " + quoteName(d) + " for " + who +
                    "; expected cpu:N, gpu:N (N < 1024) or a group name "
                    "([A-Za-z_][A-Za-z0-9_.-]*)");
@@ -373,6 +375,8 @@ private:
       Node *n = g_->addInput(name, TensorType{dt, shape});
       n->device = dev;
       n->jsonPath = ptr;
+      n->shard = readShard(obj, ptr, who, shape);
+      n->spmd = readSpmd(obj, ptr, who);
     }
   }
 
@@ -395,7 +399,77 @@ private:
       n->lrMult = readMult(obj, ptr, "lr_mult", who);
       n->wdMult = readMult(obj, ptr, "wd_mult", who);
       n->mirrorOf = readMirrorOf(obj, ptr, who);
+      n->shard = readShard(obj, ptr, who, shape);
+      n->shardOf = readShardOf(obj, ptr, who);
+      n->spmd = readSpmd(obj, ptr, who);
     }
+  }
+
+  /// "groups": {"stage0": ["cpu:0", "cpu:1"], ...}: devices of each group.
+  void readGroups(const json &j) {
+    expectObject(j, "/groups", "\"groups\"");
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      std::string ptr = child("/groups", it.key());
+      if (!isValidGroupName(it.key()))
+        fail(ptr, "invalid group name " + quoteName(it.key()) +
+                      " (expected [A-Za-z_][A-Za-z0-9_.-]*, not of the form kind:N)");
+      const json &list = it.value();
+      if (!list.is_array() || list.empty())
+        fail(ptr, "group " + quoteName(it.key()) +
+                      " must map to a non-empty array of devices, got " + describeJson(list));
+      std::vector<std::string> devices;
+      for (size_t i = 0; i < list.size(); ++i) {
+        std::string d = expectString(list[i], child(ptr, i), "device of group " + quoteName(it.key()));
+        if (!parseDevice(d))
+          fail(child(ptr, i), "invalid device " + quoteName(d) + " in group " +
+                                  quoteName(it.key()) + " (expected cpu:N or gpu:N)");
+        devices.push_back(parseDevice(d)->str());
+      }
+      if (devices.size() > 1 && !parseDeviceSet(joinText(devices, "+")))
+        fail(ptr, "the devices of group " + quoteName(it.key()) + " (" + joinText(devices, ", ") +
+                      ") must be distinct, of one kind, and at most 64");
+      g_->groups[it.key()] = devices;
+    }
+  }
+
+  /// "shard": D of an input or param: the axis a tensor-parallel group
+  /// splits it along (the group size is checked when it is placed).
+  std::optional<int64_t> readShard(const json &obj, const std::string &ptr, const std::string &who,
+                                   const Shape &shape) const {
+    const json *j = find(obj, "shard");
+    if (!j) return std::nullopt;
+    if (!j->is_number_integer() || j->get<int64_t>() < 0 ||
+        j->get<int64_t>() >= int64_t(shape.size()))
+      fail(ptr + "/shard", "\"shard\" of " + who + " must be an axis of its shape " +
+                               shapeText(shape) + " (0 to " + std::to_string(int64_t(shape.size()) - 1) +
+                               "), got " + describeJson(*j));
+    return j->get<int64_t>();
+  }
+
+  /// "spmd" of a node made by tensor-parallel: {"of", "index", "size",
+  /// "layout"} (the verifier checks what it claims).
+  std::optional<Node::Spmd> readSpmd(const json &obj, const std::string &ptr,
+                                     const std::string &who) const {
+    const json *j = find(obj, "spmd");
+    if (!j) return std::nullopt;
+    std::string sp = ptr + "/spmd";
+    std::string what = "\"spmd\" of " + who;
+    expectObject(*j, sp, what);
+    checkKeys(*j, sp, kSpmdKeys, "key", what);
+    for (const char *key : {"of", "index", "size", "layout"})
+      if (!find(*j, key)) fail(sp, what + " has no \"" + key + "\"");
+    Node::Spmd s;
+    s.of = nameOf((*j)["of"], sp + "/of", "logical value name");
+    s.index = expectInt((*j)["index"], sp + "/index", "index of " + what);
+    s.size = expectInt((*j)["size"], sp + "/size", "size of " + what);
+    std::string layout = expectString((*j)["layout"], sp + "/layout", "layout of " + what);
+    if (!ops::parseLayout(layout, s.layout))
+      fail(sp + "/layout", "unknown layout " + quoteName(layout) + " in " + what +
+                               " (expected R, S(d) or P)");
+    if (s.size < 2 || s.size > 64 || s.index < 0 || s.index >= s.size)
+      fail(sp, what + " must have 2 to 64 members and an index among them, got index " +
+                   std::to_string(s.index) + " of " + std::to_string(s.size));
+    return s;
   }
 
   /// A param's lr_mult or wd_mult: a finite number >= 0, default 1.
@@ -435,6 +509,7 @@ private:
       n->jsonPath = ptr;
       n->mirrorOf = readMirrorOf(obj, ptr, who);
       n->shardOf = readShardOf(obj, ptr, who);
+      n->spmd = readSpmd(obj, ptr, who);
     }
   }
 
@@ -455,6 +530,12 @@ private:
     s.index = expectInt((*j)["index"], sp + "/index", "index of " + what);
     s.count = expectInt((*j)["count"], sp + "/count", "count of " + what);
     s.shape = readShape(*j, sp, what);
+    if (const json *a = find(*j, "axis")) {
+      s.axis = expectInt(*a, sp + "/axis", "axis of " + what);
+      if (s.axis < 0 || s.axis >= int64_t(s.shape.size()))
+        fail(sp + "/axis", "axis of " + what + " must be an axis of " + shapeText(s.shape) +
+                               ", got " + std::to_string(s.axis));
+    }
     return s;
   }
 
@@ -585,6 +666,7 @@ private:
       p.node->backward = backward;
       p.node->origin = origin;
       p.node->jsonPath = ptr;
+      p.node->spmd = readSpmd(obj, ptr, who);
       pendingIndex_[name] = int(pending_.size());
       pending_.push_back(std::move(p));
     }

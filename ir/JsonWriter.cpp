@@ -98,6 +98,10 @@ json optimizerJson(const OptimizerSpec &o) {
   return j;
 }
 
+json spmdJson(const Node::Spmd &s) {
+  return json{{"of", s.of}, {"index", s.index}, {"size", s.size}, {"layout", s.layout.str()}};
+}
+
 json leafJson(const Node &n) {
   json j = json::object();
   j["shape"] = shapeJson(n.type.shape);
@@ -108,11 +112,15 @@ json leafJson(const Node &n) {
   if (n.lrMult != 1.0) j["lr_mult"] = n.lrMult;
   if (n.wdMult != 1.0) j["wd_mult"] = n.wdMult;
   if (!n.mirrorOf.empty()) j["mirror_of"] = n.mirrorOf;
-  if (n.shardOf)
+  if (n.shard) j["shard"] = *n.shard;
+  if (n.shardOf) {
     j["shard_of"] = json{{"tensor", n.shardOf->of},
                          {"index", n.shardOf->index},
                          {"count", n.shardOf->count},
                          {"shape", shapeJson(n.shardOf->shape)}};
+    if (n.shardOf->axis >= 0) j["shard_of"]["axis"] = n.shardOf->axis;
+  }
+  if (n.spmd) j["spmd"] = spmdJson(*n.spmd);
   return j;
 }
 
@@ -131,6 +139,7 @@ json nodeJson(const Node &n) {
   if (!n.device.empty()) j["device"] = n.device;
   if (n.backward) j["backward"] = true;
   if (!n.origin.empty()) j["origin"] = n.origin;
+  if (n.spmd) j["spmd"] = spmdJson(*n.spmd);
   return j;
 }
 
@@ -194,6 +203,11 @@ std::string writeModelJson(const Graph &graph) {
                                        {"schedule", graph.pipeline.schedule}});
   if (graph.dataParallel.replicas != 1)
     tail.emplace_back("data_parallel", graph.dataParallel.replicas);
+  if (!graph.groups.empty()) {
+    json groups = json::object();
+    for (const auto &[name, devices] : graph.groups) groups[name] = devices;
+    tail.emplace_back("groups", groups);
+  }
   if (graph.stages) {
     json s = json::array();
     for (GraphStage st : allGraphStages())
@@ -261,6 +275,8 @@ std::string diffNodes(const Node &a, const Node &b) {
   if (a.origin != b.origin) return who + "origin " + q(a.origin) + " vs " + q(b.origin);
   if (a.mirrorOf != b.mirrorOf) return who + "mirror_of '" + a.mirrorOf + "' vs '" + b.mirrorOf + "'";
   if (a.shardOf != b.shardOf) return who + "shard_of differs";
+  if (a.shard != b.shard) return who + "shard differs";
+  if (a.spmd != b.spmd) return who + "spmd differs";
   if (a.lrMult != b.lrMult || a.wdMult != b.wdMult)
     return who + "lr_mult, wd_mult " + attrValueStr(a.lrMult) + ", " + attrValueStr(a.wdMult) +
            " vs " + attrValueStr(b.lrMult) + ", " + attrValueStr(b.wdMult);
@@ -287,6 +303,7 @@ std::string diffGraphs(const Graph &a, const Graph &b) {
   if (a.optimizer != b.optimizer) return "optimizer differs";
   if (a.pipeline != b.pipeline) return "pipeline differs";
   if (a.dataParallel != b.dataParallel) return "data parallelism differs";
+  if (a.groups != b.groups) return "groups differ";
   if (a.stages != b.stages)
     return "stages " + std::to_string(a.stages) + " vs " + std::to_string(b.stages);
   if (a.gradients != b.gradients) return "gradients differ";

@@ -8,7 +8,11 @@ namespace mpc::ir {
 
 uint64_t modelChecksum(const Graph &graph, uint64_t seed) {
   std::unique_ptr<Graph> g = graph.clone();
-  for (const auto &n : g->nodes()) n->device.clear();
+  for (const auto &n : g->nodes()) {
+    n->device.clear();
+    n->shard.reset();
+  }
+  g->groups.clear();
   g->pipeline = PipelineSpec{};
   g->dataParallel = DataParallelSpec{};
   g->optimizer.reset();

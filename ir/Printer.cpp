@@ -30,8 +30,10 @@ std::string leafAttrs(const Node &n) {
   if (n.shardOf)
     parts.push_back("shard_of=" + attrValueStr(n.shardOf->of) + "[" +
                     std::to_string(n.shardOf->index) + "/" + std::to_string(n.shardOf->count) +
-                    "]:" + shapeText(n.shardOf->shape));
+                    "]:" + shapeText(n.shardOf->shape) +
+                    (n.shardOf->axis >= 0 ? "/" + std::to_string(n.shardOf->axis) : ""));
   if (n.wdMult != 1.0) parts.push_back("wd_mult=" + attrValueStr(n.wdMult));
+  if (n.shard) parts.push_back("shard=" + std::to_string(*n.shard));
   std::string s;
   for (size_t i = 0; i < parts.size(); ++i) s += (i ? ", " : "") + parts[i];
   return s;
@@ -65,6 +67,7 @@ std::string printNode(const Node &node) {
   }
   if (!attrs.empty()) s += " {" + attrs + "}";
   s += " : " + node.type.str();
+  if (node.spmd) s += " " + node.spmd->layout.str();
   if (!node.device.empty()) s += " @" + node.device;
   return s;
 }

@@ -13,6 +13,7 @@
 
 #include "ir/Builder.h"
 #include "ir/Collectives.h"
+#include "ir/Layouts.h"
 #include "ops/Collective.h"
 #include "ir/Device.h"
 #include "support/Error.h"
@@ -49,6 +50,9 @@ public:
       if (g_.has(kCopiesExplicit)) checkCopies();
       if (g_.has(kDifferentiated)) checkGradients();
       if (g_.has(kOptimized)) checkOptimizer();
+      // The rules read the types: only once they are sound.
+      if (g_.has(kShaped) && errors_.empty())
+        for (const LayoutProblem &p : checkLayouts(g_)) report(*p.node, p.message);
     }
     return std::move(errors_);
   }
@@ -93,7 +97,7 @@ private:
       report(n, "invalid or overflowing shape " + shapeText(n.type.shape));
       ok = false;
     }
-    if (!n.device.empty() && !parseDevice(n.device) && !isValidGroupName(n.device))
+    if (!n.device.empty() && !isPlacedDevice(n.device) && !isValidGroupName(n.device))
       report(n, "unknown device '" + n.device + "'");
     if (n.isLeaf()) {
       if (!n.inputs.empty())
@@ -186,7 +190,7 @@ private:
 
   void checkPlaced() {
     for (const auto &n : g_.nodes())
-      if (!parseDevice(n->device))
+      if (!isPlacedDevice(n->device))
         report(*n, n->device.empty() ? std::string("not placed (graph claims placed)")
                                      : "device '" + n->device +
                                            "' is not concrete (graph claims placed)");
@@ -224,8 +228,10 @@ private:
     for (const auto &n : g_.nodes()) {
       if (!n->shardOf) continue;
       const Node::ShardOf &s = *n->shardOf;
-      if (n->kind != NodeKind::State || !n->mirrorOf.empty()) {
-        report(*n, "only a state that mirrors nothing is a shard");
+      if ((n->kind != NodeKind::State && !(n->kind == NodeKind::Param && s.axis >= 0)) ||
+          !n->mirrorOf.empty()) {
+        report(*n, "only a state, or a parameter split along an axis, that mirrors nothing is a "
+                   "shard");
         continue;
       }
       if (s.count < 1 || s.index < 0 || s.index >= s.count) {
@@ -239,6 +245,15 @@ private:
         continue;
       }
       TensorType want{DType::F32, {ops::shardElements(*n64, s.count)}};
+      if (s.axis >= 0) {
+        want.shape = s.shape;
+        if (size_t(s.axis) >= s.shape.size() || s.shape[size_t(s.axis)] % s.count != 0) {
+          report(*n, "shard_of '" + s.of + "' " + shapeText(s.shape) + " does not split along axis " +
+                         std::to_string(s.axis) + " into " + std::to_string(s.count) + " parts");
+          continue;
+        }
+        want.shape[size_t(s.axis)] /= s.count;
+      }
       if (n->type != want)
         report(*n, "shard " + std::to_string(s.index) + " of " + std::to_string(s.count) +
                        " of '" + s.of + "' " + TensorType{DType::F32, s.shape}.str() +
@@ -247,7 +262,7 @@ private:
         report(*n, "is a shard of '" + s.of + "', which is a node of the graph");
       auto [it, fresh] = tensors.emplace(s.of, Seen{n.get(), {}, {}});
       const Node::ShardOf &first = *it->second.first->shardOf;
-      if (!fresh && (first.count != s.count || first.shape != s.shape))
+      if (!fresh && (first.count != s.count || first.shape != s.shape || first.axis != s.axis))
         report(*n, "is a shard of '" + s.of + "' unlike " + it->second.first->describe());
       if (!it->second.indices.insert(s.index).second)
         report(*n, "is shard " + std::to_string(s.index) + " of '" + s.of + "' a second time");

@@ -75,6 +75,10 @@ void addCollectiveSchemas(std::vector<OpSchema> &t) {
                         "the node's device; summed in the group's order (not differentiable)");
     r.infer = [](TypeOps o, const AttrMap &) { return inferMembers(OpKind::AllReduce, o); };
     r.flops = sumFlops;
+    // Across data-parallel replicas whose groups are tensor-parallel: every
+    // contribution in one layout, summed part by part (a sum of partial
+    // sums is one).
+    r.shard = [](const ShardQuery &q) { return elementwiseRule(q, Linearity::Sum); };
     t.push_back(std::move(r));
   }
   {

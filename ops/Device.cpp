@@ -22,6 +22,9 @@ void addDeviceSchemas(std::vector<OpSchema> &t) {
     r.infer = [](TypeOps o, const AttrMap &) { return o[0]; };
     r.flops = noFlops;
     r.traits = kTransfer;
+    // Within a group, an identity; between groups, passes/TensorParallel.cpp
+    // decides what crosses.
+    r.shard = [](const ShardQuery &q) { return elementwiseRule(q, Linearity::Sum); };
     r.batch = rowwiseBatchRule;
     t.push_back(std::move(r));
   }
@@ -31,6 +34,7 @@ void addDeviceSchemas(std::vector<OpSchema> &t) {
     r.infer = [](TypeOps o, const AttrMap &) { return o[0]; };
     r.flops = noFlops;
     r.traits = kStopsGradient;
+    r.shard = [](const ShardQuery &q) { return elementwiseRule(q, Linearity::Sum); };
     r.batch = rowwiseBatchRule;
     t.push_back(std::move(r));
   }

@@ -22,6 +22,23 @@ using namespace helpers;
 
 namespace {
 
+/// Which operands of an elementwise op may be partial sums (ops/Layout.h).
+constexpr Linearity linearityOf(OpKind k) {
+  switch (k) {
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Neg:
+  case OpKind::Scale: return Linearity::Sum;
+  case OpKind::Mul: return Linearity::Product;
+  case OpKind::Div: return Linearity::First;
+  default: return Linearity::None;
+  }
+}
+
+template <OpKind K> ShardResult shardElementwise(const ShardQuery &q) {
+  return elementwiseRule(q, linearityOf(K));
+}
+
 TensorType inferBinary(const char *op, TypeOps ops) {
   requireDType(ops[0], DType::F32, op, "a");
   requireDType(ops[1], DType::F32, op, "b");
@@ -61,6 +78,7 @@ OpSchema binary(OpKind k, const char *name, const char *doc, InferFn infer) {
 OpSchema unary(OpKind k, const char *name, const char *doc, InferFn infer,
                FlopsFn flops = nullptr) {
   OpSchema r = makeSchema(k, name, "Elementwise", doc, {"x"});
+  r.shard = [](const ShardQuery &q) { return elementwiseRule(q, Linearity::None); };
   r.infer = infer;
   r.flops = flops;
   r.traits = kElementwise;
@@ -74,6 +92,7 @@ OpSchema unary(OpKind k, const char *name, const char *doc, InferFn infer,
 OpSchema backward(OpKind k, const char *name, const char *doc,
                   std::vector<std::string> operands, InferFn infer, FlopsFn flops = nullptr) {
   OpSchema r = makeSchema(k, name, "Elementwise", doc, std::move(operands));
+  r.shard = [](const ShardQuery &q) { return elementwiseRule(q, Linearity::None); };
   r.infer = infer;
   r.flops = flops;
   r.traits = kElementwise;
@@ -93,9 +112,11 @@ void addElementwiseSchemas(std::vector<OpSchema> &t) {
   // The plain pointwise ops: their schema is their line in the op list.
 #define MPC_OP(Kind, Name, Family)
 #define MPC_UNARY(Kind, Name, Doc, Flops)                                                   \
-  t.push_back(unary(OpKind::Kind, Name, Doc, inferUnaryOf<OpKind::Kind>, flopsPerElement<Flops>));
+  t.push_back(unary(OpKind::Kind, Name, Doc, inferUnaryOf<OpKind::Kind>, flopsPerElement<Flops>)); \
+  t.back().shard = shardElementwise<OpKind::Kind>;
 #define MPC_BINARY(Kind, Name, Doc, Flops)                                                  \
-  t.push_back(binary(OpKind::Kind, Name, Doc, inferBinaryOf<OpKind::Kind>));
+  t.push_back(binary(OpKind::Kind, Name, Doc, inferBinaryOf<OpKind::Kind>));                 \
+  t.back().shard = shardElementwise<OpKind::Kind>;
 #include "ops/OpList.def"
 
   // Unary, with attributes.
@@ -103,6 +124,7 @@ void addElementwiseSchemas(std::vector<OpSchema> &t) {
     OpSchema r = unary(OpKind::Scale, "scale", "value * x for a constant value",
                        [](TypeOps o, const AttrMap &) { return inferUnary("scale", o); });
     r.attrs = {attr("value", AttrType::Float, 1.0, "the constant factor")};
+    r.shard = shardElementwise<OpKind::Scale>;
     t.push_back(std::move(r));
   }
   {

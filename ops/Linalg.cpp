@@ -84,6 +84,63 @@ BatchResult batchMatMul(const BatchQuery &q) {
   return {};
 }
 
+/// Tensor parallelism (ops/Layout.h). Each operand axis is a batch axis, a
+/// row of the result (a's m), a column (b's n) or contracted (k):
+///   k split on either operand           -> P (both split along k);
+///   a's m split                         -> S(result m), b replicated;
+///   b's n split                         -> S(result n), a replicated;
+///   a batch axis split                  -> that result axis, on both;
+///   one operand P, the other replicated -> P (the product is bilinear).
+/// The accumulator c takes the product's layout; when it is P and the
+/// product would be R, a is made P instead (a local zero, no message).
+ShardResult shardMatMul(const ShardQuery &q) {
+  const TensorType &a = q.operands[0], &b = q.operands[1];
+  const bool ta = getBool(q.attrs, "transpose_a"), tb = getBool(q.attrs, "transpose_b");
+  const int ra = int(a.rank()), rb = int(b.rank()), rr = int(q.result.rank());
+  const int aM = ta ? ra - 1 : ra - 2, aK = ta ? ra - 2 : ra - 1;
+  const int bK = tb ? rb - 1 : rb - 2, bN = tb ? rb - 2 : rb - 1;
+  const Layout &la = q.layouts[0], &lb = q.layouts[1];
+  const bool hasC = q.operands.size() == 3;
+  auto done = [&](Layout opA, Layout opB, Layout result) {
+    if (hasC && q.layouts[2].partial() && result.replicated()) {
+      opA = Layout::p();
+      result = Layout::p();
+    }
+    ShardResult r;
+    r.operands = {opA, opB};
+    if (hasC) r.operands.push_back(result);
+    r.result = result;
+    return r;
+  };
+  if ((la.split() && la.axis == aK) || (lb.split() && lb.axis == bK))
+    return done(Layout::s(aK), Layout::s(bK), Layout::p());
+  if (la.split() && la.axis == aM) return done(la, Layout::r(), Layout::s(rr - 2));
+  if (lb.split() && lb.axis == bN) return done(Layout::r(), lb, Layout::s(rr - 1));
+  // A split batch axis: the result axis it meets, and each operand's own
+  // axis there unless it broadcasts along it.
+  for (int i = 0; i < 2; ++i) {
+    const Layout &l = q.layouts[size_t(i)];
+    const TensorType &t = q.operands[size_t(i)];
+    if (!l.split() || l.axis >= int(t.rank()) - 2) continue;
+    int resultAxis = l.axis + rr - int(t.rank());
+    if (t.shape[size_t(l.axis)] != q.result.shape[size_t(resultAxis)]) continue;
+    auto own = [&](const TensorType &o) {
+      int axis = resultAxis - (rr - int(o.rank()));
+      return axis >= 0 && axis < int(o.rank()) - 2 &&
+                     o.shape[size_t(axis)] == q.result.shape[size_t(resultAxis)]
+                 ? Layout::s(axis)
+                 : Layout::r();
+    };
+    return done(own(a), own(b), Layout::s(resultAxis));
+  }
+  if (la.partial() != lb.partial())
+    return done(la.partial() ? Layout::p() : Layout::r(), lb.partial() ? Layout::p() : Layout::r(),
+                Layout::p());
+  ShardResult r = done(Layout::r(), Layout::r(), Layout::r());
+  if (la.partial() && lb.partial()) r.why = "a product of two partial sums is not one";
+  return r;
+}
+
 } // namespace
 
 void addLinalgSchemas(std::vector<OpSchema> &t) {
@@ -100,6 +157,7 @@ void addLinalgSchemas(std::vector<OpSchema> &t) {
   r.infer = inferMatMul;
   r.flops = flopsMatMul;
   r.batch = batchMatMul;
+  r.shard = shardMatMul;
   t.push_back(std::move(r));
 }
 

@@ -123,6 +123,13 @@ void checkBatchedChannels(const BatchQuery &q, std::initializer_list<size_t> dat
 
 void addBatchNormSchemas(std::vector<OpSchema> &t);
 
+/// Tensor parallelism (ops/Layout.h): layer_norm's rows split any way but
+/// along the normalised last axis.
+ShardResult shardRows(const ShardQuery &q) {
+  int64_t last = int64_t(q.result.rank()) - 1;
+  return rowwiseRule(q, std::span(&last, 1), "layer_norm");
+}
+
 } // namespace
 
 void addNormSchemas(std::vector<OpSchema> &t) {
@@ -139,6 +146,7 @@ void addNormSchemas(std::vector<OpSchema> &t) {
     };
     r.flops = flopsPerElement<8>;
     r.batch = batchRows;
+    r.shard = shardRows;
     t.push_back(std::move(r));
   }
   {
@@ -156,6 +164,7 @@ void addNormSchemas(std::vector<OpSchema> &t) {
     };
     r.flops = flopsPerElement<10>;
     r.batch = batchRows;
+    r.shard = shardRows;
     t.push_back(std::move(r));
   }
   {

@@ -16,6 +16,7 @@
 
 #include "ops/Attribute.h"
 #include "ops/Batch.h"
+#include "ops/Layout.h"
 #include "ops/OpKind.h"
 #include "ops/Type.h"
 
@@ -68,6 +69,10 @@ struct OpSchema {
   /// How the op treats the batch axis under micro-batching (ops/Batch.h);
   /// nullptr: the op cannot take a batched operand.
   BatchFn batch = nullptr;
+  /// How the op treats layouts in a tensor-parallel group (ops/Layout.h):
+  /// which operand layouts it takes and its result's; nullptr: every
+  /// operand replicated (replicatedRule).
+  ShardFn shard = nullptr;
   unsigned traits = 0;
   std::vector<int> mutatedOperands; ///< operands a kOptimizer op updates in place
   /// Operands whose buffer the result may take over when the operand dies at

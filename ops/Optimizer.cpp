@@ -80,6 +80,7 @@ void addOptimizerSchemas(std::vector<OpSchema> &t) {
     r.infer = inferSgd;
     r.flops = flopsPerInput<4>;
     r.traits = kOptimizer;
+    r.shard = updateRule;
     r.mutatedOperands = {0, 2, 3};
     t.push_back(std::move(r));
   }
@@ -98,6 +99,7 @@ void addOptimizerSchemas(std::vector<OpSchema> &t) {
     r.infer = inferAdam;
     r.flops = flopsPerInput<12>;
     r.traits = kOptimizer;
+    r.shard = updateRule;
     r.mutatedOperands = {0, 2, 3, 4};
     t.push_back(std::move(r));
   }
@@ -109,6 +111,7 @@ void addOptimizerSchemas(std::vector<OpSchema> &t) {
     r.infer = inferAssign;
     r.flops = noFlops;
     r.traits = kOptimizer;
+    r.shard = updateRule;
     r.mutatedOperands = {0};
     t.push_back(std::move(r));
   }

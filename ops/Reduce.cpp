@@ -50,6 +50,25 @@ BatchResult batchReduce(const BatchQuery &q, const char *op, BatchCombine combin
   return {BatchClass::Reduced, combine, {}};
 }
 
+/// Tensor parallelism (ops/Layout.h): a split axis that is kept passes
+/// through (renumbered); summing over it gives P, each device's sum of its
+/// part. A mean over it needs it whole (the parts' means are not a partial
+/// sum of the mean). Both are linear: P -> P.
+ShardResult shardReduce(const ShardQuery &q, bool sum) {
+  const Layout &l = q.layouts[0];
+  if (l.partial()) return {{Layout::p()}, Layout::p(), {}, {}};
+  if (!l.split()) return replicatedRule(q);
+  std::vector<bool> reduced = reducedAxes(sum ? "sum" : "mean", q.operands[0], q.attrs);
+  if (reduced[size_t(l.axis)]) {
+    if (sum) return {{l}, Layout::p(), {}, {}};
+    return replicatedRule(q, "mean reduces over the split axis " + std::to_string(l.axis));
+  }
+  int axis = l.axis;
+  if (!getBool(q.attrs, "keepdims"))
+    for (int i = 0; i < l.axis; ++i) axis -= reduced[size_t(i)] ? 1 : 0;
+  return {{l}, Layout::s(axis), {}, {}};
+}
+
 std::vector<AttrSpec> reduceAttrs() {
   return {attr("axes", AttrType::Ints, std::vector<int64_t>{},
                "axes to reduce, negative counting from the end; [] reduces all axes"),
@@ -80,6 +99,7 @@ void addReduceSchemas(std::vector<OpSchema> &t) {
     r.infer = [](TypeOps o, const AttrMap &a) { return inferReduce("sum", o, a); };
     r.flops = flopsPerInput<1>;
     r.batch = [](const BatchQuery &q) { return batchReduce(q, "sum", BatchCombine::Sum); };
+    r.shard = [](const ShardQuery &q) { return shardReduce(q, true); };
     t.push_back(std::move(r));
   }
   {
@@ -88,6 +108,7 @@ void addReduceSchemas(std::vector<OpSchema> &t) {
     r.infer = [](TypeOps o, const AttrMap &a) { return inferReduce("mean", o, a); };
     r.flops = flopsPerInput<1>;
     r.batch = [](const BatchQuery &q) { return batchReduce(q, "mean", BatchCombine::Mean); };
+    r.shard = [](const ShardQuery &q) { return shardReduce(q, false); };
     t.push_back(std::move(r));
   }
   {
@@ -95,6 +116,17 @@ void addReduceSchemas(std::vector<OpSchema> &t) {
                             "x broadcast NumPy style to shape", {"x"});
     r.attrs = {attr("shape", AttrType::Ints, std::nullopt, "the result shape")};
     r.infer = inferBroadcastTo;
+    // Each element copied: a split passes through where x does not
+    // broadcast, and the copies of a partial sum are partial sums. The
+    // shape names the split axis: each device's is its part's.
+    r.shard = [](const ShardQuery &q) {
+      ShardResult res = elementwiseRule(q, Linearity::Sum);
+      if (res.result.split()) {
+        res.localAttrs = q.attrs;
+        res.localAttrs["shape"] = localType(q.result, res.result, q.parts).shape;
+      }
+      return res;
+    };
     r.batch = [](const BatchQuery &q) {
       BatchResult res = rowwiseBatchRule(q);
       res.microAttrs = q.attrs;

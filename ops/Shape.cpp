@@ -160,6 +160,41 @@ BatchResult batchAwayFromAxis0(const BatchQuery &q, const char *op) {
   return rowwiseBatchRule(q);
 }
 
+/// Tensor parallelism (ops/Layout.h): reshape keeps a split when the split
+/// axis' parts stay whole blocks of some result axis e: the axes before the
+/// split hold as many elements as the result's before e, and e divides into
+/// the parts (q, k and v split by columns become split by heads).
+ShardResult shardReshape(const ShardQuery &q) {
+  const Layout &l = q.layouts[0];
+  if (l.partial()) return {{Layout::p()}, Layout::p(), {}, {}};
+  if (!l.split()) return replicatedRule(q);
+  const Shape &in = q.operands[0].shape, &out = q.result.shape;
+  int64_t before = 1;
+  for (int i = 0; i < l.axis; ++i) before *= in[size_t(i)];
+  int64_t prefix = 1;
+  for (size_t e = 0; e < out.size() && prefix <= before; ++e) {
+    if (prefix == before && out[e] % q.parts == 0 && out[e] >= q.parts) {
+      ShardResult r{{l}, Layout::s(int(e)), q.attrs, {}};
+      r.localAttrs["shape"] = localType(q.result, r.result, q.parts).shape;
+      return r;
+    }
+    prefix *= out[e];
+  }
+  return replicatedRule(q, "reshape " + q.operands[0].str() + " -> " + q.result.str() +
+                               " does not keep the parts of axis " + std::to_string(l.axis) +
+                               " whole");
+}
+
+/// A permutation moves a split axis along; P stays P.
+ShardResult shardTranspose(const ShardQuery &q) {
+  const Layout &l = q.layouts[0];
+  if (!l.split()) return {{l}, l, {}, {}};
+  std::vector<int64_t> perm = permOf(q.operands[0], q.attrs);
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] == l.axis) return {{l}, Layout::s(int(i)), {}, {}};
+  return replicatedRule(q);
+}
+
 } // namespace
 
 void addShapeSchemas(std::vector<OpSchema> &t) {
@@ -170,6 +205,7 @@ void addShapeSchemas(std::vector<OpSchema> &t) {
     r.attrs = {attr("shape", AttrType::Ints, std::nullopt,
                     "the result shape; one dimension may be -1 (inferred)")};
     r.infer = inferReshape;
+    r.shard = shardReshape;
     r.batch = [](const BatchQuery &q) {
       if (q.result.rank() == 0 || q.result.shape[0] != q.batch)
         throw RuleError("reshape " + q.operands[0].str() + " to " + q.result.str() +
@@ -190,6 +226,7 @@ void addShapeSchemas(std::vector<OpSchema> &t) {
     r.attrs = {attr("perm", AttrType::Ints, std::vector<int64_t>{},
                     "the permutation; [] reverses the axes")};
     r.infer = inferTranspose;
+    r.shard = shardTranspose;
     r.batch = [](const BatchQuery &q) {
       std::vector<int64_t> perm = permOf(q.operands[0], q.attrs);
       if (perm.empty() || perm[0] != 0)

@@ -40,4 +40,20 @@ constexpr ElementRange shardRange(int64_t n, int64_t parts, int64_t i) {
   return {begin, end};
 }
 
+/// A tensor split along an axis into equal parts (tensor parallelism):
+/// seen row-major, it is `outer` blocks of `parts` x `inner` elements, and
+/// part i holds elements [i·inner, (i+1)·inner) of each block, in order.
+struct AxisBlocks {
+  int64_t outer = 1, inner = 1;
+};
+constexpr AxisBlocks axisBlocks(const int64_t *shape, size_t rank, int axis, int64_t parts) {
+  AxisBlocks b;
+  for (size_t i = 0; i < rank; ++i) {
+    if (int(i) < axis) b.outer *= shape[i];
+    else if (int(i) > axis) b.inner *= shape[i];
+  }
+  b.inner *= shape[axis] / parts;
+  return b;
+}
+
 } // namespace mpc::ops

@@ -43,6 +43,12 @@ TensorType inferCausalMask(TypeOps ops, const AttrMap &) {
   return ops[0];
 }
 
+/// Tensor parallelism (ops/Layout.h): the normalised axis whole.
+ShardResult shardAlongAxis(const ShardQuery &q) {
+  int64_t axis = *normalizeAxis(getInt(q.attrs, "axis"), q.result.rank());
+  return rowwiseRule(q, std::span(&axis, 1), "it");
+}
+
 } // namespace
 
 void addSoftmaxSchemas(std::vector<OpSchema> &t) {
@@ -53,6 +59,7 @@ void addSoftmaxSchemas(std::vector<OpSchema> &t) {
     r.infer = [](TypeOps o, const AttrMap &a) { return inferSoftmax("softmax", o, a); };
     r.flops = flopsPerInput<5>;
     r.batch = batchAlongAxis;
+    r.shard = shardAlongAxis;
     t.push_back(std::move(r));
   }
   {
@@ -62,6 +69,7 @@ void addSoftmaxSchemas(std::vector<OpSchema> &t) {
     r.infer = [](TypeOps o, const AttrMap &a) { return inferSoftmax("log_softmax", o, a); };
     r.flops = flopsPerInput<5>;
     r.batch = batchAlongAxis;
+    r.shard = shardAlongAxis;
     t.push_back(std::move(r));
   }
   {
@@ -82,6 +90,11 @@ void addSoftmaxSchemas(std::vector<OpSchema> &t) {
                         "on the row index");
       return rowwiseBatchRule(q);
     };
+    // The mask depends on the row and column indices: both axes whole.
+    r.shard = [](const ShardQuery &q) {
+      int64_t whole[] = {int64_t(q.result.rank()) - 2, int64_t(q.result.rank()) - 1};
+      return rowwiseRule(q, whole, "causal_mask");
+    };
     t.push_back(std::move(r));
   }
   {
@@ -98,6 +111,7 @@ void addSoftmaxSchemas(std::vector<OpSchema> &t) {
     };
     r.flops = flopsPerInput<4>;
     r.batch = batchAlongAxis;
+    r.shard = shardAlongAxis;
     t.push_back(std::move(r));
   }
 }

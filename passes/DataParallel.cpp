@@ -38,13 +38,33 @@ std::vector<std::map<std::string, std::string>>
 replicaDevices(const ir::Graph &g, const PassOptions &opts, int64_t replicas) {
   std::set<ir::Device> used;
   std::map<ir::Device, std::vector<std::string>> spellings; // as nodes write them
+  std::set<std::string> deviceSets; // tensor-parallel groups
   for (const auto &n : g.nodes()) {
+    if (auto set = ir::parseDeviceSet(n->device)) {
+      used.insert(set->begin(), set->end());
+      deviceSets.insert(n->device);
+      continue;
+    }
     std::optional<ir::Device> d = ir::parseDevice(n->device);
     MPC_ASSERT(d, "data-parallel runs on a placed graph");
     used.insert(*d);
     auto &names = spellings[*d];
     if (std::find(names.begin(), names.end(), n->device) == names.end()) names.push_back(n->device);
   }
+  for (const std::string &s : deviceSets) {
+    std::vector<ir::Device> members = *ir::parseDeviceSet(s);
+    for (const ir::Device &m : members) spellings[m]; // its members' own
+  }
+  // A device set's replica: each member's replica, joined.
+  auto addSets = [&](std::vector<std::map<std::string, std::string>> &out) {
+    for (auto &replica : out)
+      for (const std::string &s : deviceSets) {
+        std::vector<std::string> members;
+        std::vector<ir::Device> set = *ir::parseDeviceSet(s);
+        for (const ir::Device &m : set) members.push_back(replica.at(m.str()));
+        replica[s] = joinText(members, "+");
+      }
+  };
   std::vector<ir::Device> model(used.begin(), used.end());
   const size_t d = model.size();
   std::vector<std::map<std::string, std::string>> out(size_t(replicas - 1));
@@ -67,10 +87,13 @@ replicaDevices(const ir::Graph &g, const PassOptions &opts, int64_t replicas) {
                             "): replica 0 takes those, replica r the next " + std::to_string(d) +
                             " after r·" + std::to_string(d));
       size_t i = size_t(at - first.begin());
-      for (int64_t r = 1; r < replicas; ++r)
+      for (int64_t r = 1; r < replicas; ++r) {
+        out[size_t(r - 1)][m.str()] = name(opts.devices[size_t(r) * d + i]);
         for (const std::string &s : spellings[m])
           out[size_t(r - 1)][s] = name(opts.devices[size_t(r) * d + i]);
+      }
     }
+    addSets(out);
     return out;
   }
   for (const ir::Device &m : model)
@@ -89,8 +112,10 @@ replicaDevices(const ir::Graph &g, const PassOptions &opts, int64_t replicas) {
                             "devices are the model's " + std::to_string(d) +
                             " shifted by r·" + std::to_string(d) +
                             "); list the devices of every replica with --devices");
+      out[size_t(r - 1)][m.str()] = shifted.str();
       for (const std::string &s : spellings[m]) out[size_t(r - 1)][s] = shifted.str();
     }
+  addSets(out);
   return out;
 }
 

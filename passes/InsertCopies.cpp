@@ -40,7 +40,7 @@ public:
   bool run(Graph &g, PassContext &ctx) override {
     std::vector<Node *> order = g.topoOrder();
     for (const Node *n : order)
-      if (!ir::parseDevice(n->device))
+      if (!ir::isPlacedDevice(n->device))
         throw UserError(g.sourceFile, n->where(),
                         n->describe() + " has no concrete device" +
                             (n->device.empty() ? std::string() : " ('" + n->device + "')") +

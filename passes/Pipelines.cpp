@@ -26,10 +26,15 @@
 //      shard-optimizer-state  (--zero=1) each replica keeps a 1/R shard of
 //                     the optimizer state: gradients reduce-scattered, the
 //                     shards updated, the parameters all-gathered
+//   9. tensor-parallel  (groups mapped to several devices) each node of such
+//                     a group on all of its devices, in its layout, with
+//                     explicit redistributions: after everything else, so
+//                     that forward, backward and optimizer are one graph
 //
 //===----------------------------------------------------------------------===//
 #include "passes/PassManager.h"
 
+#include "ir/Device.h"
 #include "support/Error.h"
 
 #include <algorithm>
@@ -77,6 +82,17 @@ ir::DataParallelSpec effectiveDataParallel(const ir::Graph &g, const PassOptions
   return spec;
 }
 
+/// Whether some group maps to several devices (a tensor-parallel group).
+static bool usesDeviceSets(const ir::Graph &g, const PassOptions &opts) {
+  for (const auto &[group, devices] : g.groups)
+    if (devices.size() > 1 && !opts.groupMap.count(group)) return true;
+  for (const auto &[group, device] : opts.groupMap)
+    if (device.find(ir::kDeviceSetSeparator) != std::string::npos) return true;
+  for (const auto &n : g.nodes())
+    if (ir::parseDeviceSet(n->device)) return true;
+  return false;
+}
+
 std::string defaultPipeline(const ir::Graph &graph, const PassOptions &options) {
   std::string p = "infer-shapes,canonicalize,place";
   for (const auto &n : graph.nodes())
@@ -97,6 +113,7 @@ std::string defaultPipeline(const ir::Graph &graph, const PassOptions &options) 
     p += dataParallel ? ",reduce-gradients,optimize-step" : ",optimize-step";
     if (dataParallel && dp.zero == 1) p += ",shard-optimizer-state";
   }
+  if (usesDeviceSets(graph, options)) p += ",tensor-parallel";
   return p;
 }
 

@@ -49,6 +49,16 @@ namespace {
 
 bool isConcrete(const std::string &d) { return ir::parseDevice(d).has_value(); }
 
+/// The concrete devices a group's target names: itself, or a device set's.
+std::vector<std::string> targetDevices(const std::string &d) {
+  if (auto set = ir::parseDeviceSet(d)) {
+    std::vector<std::string> out;
+    for (const ir::Device &m : *set) out.push_back(m.str());
+    return out;
+  }
+  return {d};
+}
+
 /// Where a diagnostic about `n`'s device points: "/nodes/3/device" or the
 /// node's name when it did not come from the model file.
 std::string deviceWhere(const Node &n) {
@@ -78,7 +88,7 @@ std::map<const Node *, std::string> resolveAnnotations(const Graph &g,
   std::vector<std::pair<std::string, const Node *>> groups;
   std::set<std::string> seen;
   for (const auto &n : g.nodes())
-    if (!n->device.empty() && !isConcrete(n->device) && seen.insert(n->device).second)
+    if (!n->device.empty() && !ir::isPlacedDevice(n->device) && seen.insert(n->device).second)
       groups.push_back({n->device, n.get()});
 
   std::set<std::string> mapTargets;
@@ -92,17 +102,44 @@ std::map<const Node *, std::string> resolveAnnotations(const Graph &g,
                             return names.empty() ? std::string("none") : joinText(names, ",");
                           }() +
                           ")");
-    if (!isConcrete(dev))
-      throw UserError(file, "--map", "invalid device '" + dev + "' for group '" + group + "'");
-    if (restricted && !inDevices(dev))
+    if (!isConcrete(dev) && !ir::parseDeviceSet(dev))
       throw UserError(file, "--map",
-                      "device '" + dev + "' of group '" + group + "' is beyond --devices (" +
-                          joinText(devices, ",") + ")");
-    mapTargets.insert(dev);
+                      "invalid device '" + dev + "' for group '" + group +
+                          "' (expected cpu:N or gpu:N, or several distinct devices of one "
+                          "kind joined by '+': cpu:0+cpu:1)");
+    for (const std::string &m : targetDevices(dev)) {
+      if (restricted && !inDevices(m))
+        throw UserError(file, "--map",
+                        "device '" + m + "' of group '" + group + "' is beyond --devices (" +
+                            joinText(devices, ",") + ")");
+      mapTargets.insert(m);
+    }
+  }
+
+  // The model's "groups", where --map does not say otherwise.
+  std::map<std::string, std::string> groupDevice(opts.groupMap.begin(), opts.groupMap.end());
+  for (const auto &[group, list] : g.groups) {
+    if (!seen.count(group))
+      throw UserError(file, "/groups/" + group,
+                      "no node is in group '" + group + "' (the model's groups: " +
+                          [&] {
+                            std::vector<std::string> names;
+                            for (const auto &gr : groups) names.push_back(gr.first);
+                            return names.empty() ? std::string("none") : joinText(names, ",");
+                          }() +
+                          ")");
+    if (groupDevice.count(group)) continue;
+    for (const std::string &m : list) {
+      if (restricted && !inDevices(m))
+        throw UserError(file, "/groups/" + group,
+                        "device '" + m + "' of group '" + group + "' is beyond --devices (" +
+                            joinText(devices, ",") + ")");
+      mapTargets.insert(m);
+    }
+    groupDevice[group] = joinText(list, "+");
   }
 
   // Unmapped groups take the free devices in order.
-  std::map<std::string, std::string> groupDevice(opts.groupMap.begin(), opts.groupMap.end());
   size_t nextFree = 0;
   int nextCpu = 0;
   for (const auto &[group, first] : groups) {
@@ -126,7 +163,11 @@ std::map<const Node *, std::string> resolveAnnotations(const Graph &g,
   std::map<const Node *, std::string> pinned;
   for (const auto &n : g.nodes()) {
     if (n->device.empty()) continue;
-    if (isConcrete(n->device)) {
+    if (ir::isPlacedDevice(n->device)) {
+      if (restricted && !isConcrete(n->device)) {
+        pinned[n.get()] = n->device;
+        continue;
+      }
       if (restricted && !inDevices(n->device))
         throw UserError(file, deviceWhere(*n),
                         "device '" + n->device + "' of " + n->describe() +
@@ -137,6 +178,29 @@ std::map<const Node *, std::string> resolveAnnotations(const Graph &g,
     }
   }
   return pinned;
+}
+
+/// A param or input declaring "shard": D is split over the devices of its
+/// tensor-parallel group: it must sit on one, and D must divide evenly.
+void checkDeclaredSplits(const Graph &g) {
+  for (const auto &n : g.nodes()) {
+    if (!n->shard) continue;
+    std::vector<std::string> members = targetDevices(n->device);
+    std::string where = n->jsonPath.empty() ? n->where() : n->jsonPath + "/shard";
+    if (members.size() < 2)
+      throw UserError(g.sourceFile, where,
+                      n->describe() + " declares \"shard\": " + std::to_string(*n->shard) +
+                          ", but it is placed on " + n->device +
+                          ", a single device: a split needs a group mapped to several devices "
+                          "(--map GROUP=cpu:0+cpu:1, or \"groups\" in the model)");
+    int64_t size = n->type.shape[size_t(*n->shard)];
+    if (size % int64_t(members.size()) != 0)
+      throw UserError(g.sourceFile, where,
+                      n->describe() + " " + n->type.str() + " cannot be split along dimension " +
+                          std::to_string(*n->shard) + " (size " + std::to_string(size) +
+                          ") into " + std::to_string(members.size()) + " equal parts over " +
+                          n->device + ": the group size must divide it");
+  }
 }
 
 class PlacePass : public Pass {
@@ -216,6 +280,7 @@ public:
         changed = true;
       }
     }
+    checkDeclaredSplits(g);
     // Collectives can run only if every device of each group takes part.
     std::vector<ir::CollectiveProblem> problems = ir::checkCollectives(g);
     if (!problems.empty())

@@ -20,6 +20,7 @@
 #include "ops/Shard.h"
 
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -133,6 +134,11 @@ struct TensorRef {
   /// shards[0]. A runtime writes the parts it hosts from the whole tensor
   /// and joins all parts to read it. Empty for a whole tensor.
   std::vector<Placement> shards;
+  /// A tensor-parallel parameter or state: -1 for ZeRO-1's flat layout
+  /// above; else part i of `shards` is part i of shards.size() equal parts
+  /// along this axis (shape[shardAxis] / shards.size() of it), whole
+  /// elsewhere, in row-major order.
+  int32_t shardAxis = -1;
   int64_t numElements() const {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
@@ -148,9 +154,42 @@ struct TensorRef {
   }
   /// Elements of each part of a sharded tensor (its buffers' size).
   int64_t shardElements() const {
-    return shards.empty() ? numElements() : ops::shardElements(numElements(), int64_t(shards.size()));
+    if (shards.empty()) return numElements();
+    if (shardAxis >= 0) return numElements() / int64_t(shards.size());
+    return ops::shardElements(numElements(), int64_t(shards.size()));
   }
 };
+
+/// Part i of a sharded tensor's 4-byte elements: copies between the whole
+/// tensor and part i (shardElements() elements), in either layout
+/// (TensorRef::shards, ::shardAxis); the one place the runtimes read them.
+/// Joining writes the part's elements of `whole`; extracting zeroes
+/// ZeRO-1's padding.
+template <bool Join, class Whole, class Part>
+inline void movePart(const TensorRef &r, size_t i, Whole *whole, Part *part) {
+  const int64_t parts = int64_t(r.shards.size());
+  if (r.shardAxis < 0) {
+    ops::ElementRange range = ops::shardRange(r.numElements(), parts, int64_t(i));
+    if constexpr (!Join) std::memset(part, 0, size_t(r.shardElements()) * 4);
+    if (range.size() == 0) return;
+    if constexpr (Join) std::memcpy(whole + range.begin * 4, part, size_t(range.size()) * 4);
+    else std::memcpy(part, whole + range.begin * 4, size_t(range.size()) * 4);
+    return;
+  }
+  const ops::AxisBlocks b = ops::axisBlocks(r.shape.data(), r.shape.size(), r.shardAxis, parts);
+  const size_t row = size_t(b.inner) * 4;
+  for (int64_t o = 0; o < b.outer; ++o) {
+    const size_t w = size_t((o * parts + int64_t(i)) * b.inner) * 4, p = size_t(o) * row;
+    if constexpr (Join) std::memcpy(whole + w, part + p, row);
+    else std::memcpy(part + p, whole + w, row);
+  }
+}
+inline void extractPart(const TensorRef &r, size_t i, const uint8_t *whole, uint8_t *part) {
+  movePart<false>(r, i, whole, part);
+}
+inline void joinPart(const TensorRef &r, size_t i, const uint8_t *part, uint8_t *whole) {
+  movePart<true>(r, i, whole, part);
+}
 
 struct Optimizer {
   std::string kind; ///< "sgd", "adam", "adamw", or "" for a forward-only plan

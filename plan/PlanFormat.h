@@ -20,9 +20,10 @@ inline constexpr uint8_t kPlanMagic[8] = {'M', 'P', 'C', 'P', 'L', 'A', 'N', 0};
 /// change a version-1 reader would misread (docs/plan-format.md, versioning).
 /// Version 2 added the op table (`ops`) and pipeline schedules (instruction
 /// `action`, top-level `pipeline`); version 3, collective instructions;
-/// version 4, sharded optimizer state (tensor `shards`).
+/// version 4, sharded optimizer state (tensor `shards`); version 5,
+/// tensors split along an axis (tensor `shard_axis`: tensor parallelism).
 /// Plans are compiled artifacts: a reader reads its own version only.
-inline constexpr uint32_t kPlanFormatVersion = 4;
+inline constexpr uint32_t kPlanFormatVersion = 5;
 
 /// Header fields, all little-endian, at these byte offsets.
 inline constexpr size_t kHeaderMagicOffset = 0;     ///< 8 bytes

@@ -58,6 +58,7 @@ std::string valueName(const DeviceProgram &d, uint32_t id) {
 void printRef(const Plan &plan, const char *what, const TensorRef &r, std::ostream &os) {
   os << what << " %" << r.name << " : " << typeText(r.dtype, r.shape);
   if (!r.shards.empty()) {
+    if (r.shardAxis >= 0) os << " split along " << r.shardAxis;
     for (size_t i = 0; i < r.shards.size(); ++i)
       os << (i ? ", " : " sharded @") << deviceName(plan, r.shards[i].device) << " b"
          << r.shards[i].buffer;

@@ -256,6 +256,13 @@ public:
     r.buffer = u32(field(j, "buffer", ptr), ptr + "/buffer");
     r.mirrors = placements(j, "mirrors", ptr);
     r.shards = placements(j, "shards", ptr);
+    if (auto it = j.find("shard_axis"); it != j.end()) {
+      uint32_t axis = u32(*it, ptr + "/shard_axis");
+      if (axis >= r.shape.size())
+        fail(ptr + "/shard_axis", "shard_axis " + std::to_string(axis) + " of '" + r.name +
+                                      "' is not an axis of its shape");
+      r.shardAxis = int32_t(axis);
+    }
     return r;
   }
 

@@ -622,7 +622,14 @@ struct Verifier {
   /// first its own placement, each a persistent buffer of [shardElements].
   void checkShards(const TensorRef &r, const std::string &path, bool state) {
     std::string sp = path + "/shards";
-    if (!state) return report(sp, "'" + r.name + "' is sharded, and only optimizer state may be");
+    if (!state && r.shardAxis < 0)
+      return report(sp, "'" + r.name + "' is sharded, and only optimizer state may be");
+    if (r.shardAxis >= 0 && (size_t(r.shardAxis) >= r.shape.size() ||
+                             r.shape[size_t(r.shardAxis)] % int64_t(r.shards.size()) != 0))
+      return report(path + "/shard_axis", "'" + r.name + "' " + shapeText(r.shape) +
+                                              " does not split along axis " +
+                                              std::to_string(r.shardAxis) + " into " +
+                                              std::to_string(r.shards.size()) + " equal parts");
     if (!r.mirrors.empty())
       return report(sp, "'" + r.name + "' is both mirrored and sharded");
     if (r.shards.size() > size_t(ops::OpSchema::kMaxVariadicArity))
@@ -631,8 +638,13 @@ struct Verifier {
     if (!(r.shards[0] == Placement{r.device, r.buffer}))
       report(sp + "/0", "'" + r.name + "' names another placement than its first shard");
     if (r.dtype != DType::F32) report(path + "/dtype", "sharded '" + r.name + "' must be f32");
+    // Each part's buffer: flat for ZeRO-1, the part's shape along an axis.
     TensorRef part = r;
     part.shape = {r.shardElements()};
+    if (r.shardAxis >= 0) {
+      part.shape = r.shape;
+      part.shape[size_t(r.shardAxis)] /= int64_t(r.shards.size());
+    }
     for (size_t i = 0; i < r.shards.size(); ++i) {
       std::string ip = sp + "/" + std::to_string(i);
       const Placement &m = r.shards[i];

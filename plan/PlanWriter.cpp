@@ -130,13 +130,15 @@ void writeRef(CborWriter &w, const TensorRef &r) {
     w.beginArray(list.size());
     for (const Placement &m : list) w.writeInts(std::vector<uint32_t>{m.device, m.buffer});
   };
-  w.beginMap(5 + !r.mirrors.empty() + !r.shards.empty());
+  const bool axis = !r.shards.empty() && r.shardAxis >= 0;
+  w.beginMap(5 + !r.mirrors.empty() + !r.shards.empty() + axis);
   w.key("buffer").writeUnsigned(r.buffer);
   w.key("device").writeUnsigned(r.device);
   w.key("dtype").writeString(dtypeName(r.dtype));
   if (!r.mirrors.empty()) placements("mirrors", r.mirrors);
   w.key("name").writeString(r.name);
   w.key("shape").writeInts(r.shape);
+  if (axis) w.key("shard_axis").writeUnsigned(uint32_t(r.shardAxis));
   if (!r.shards.empty()) placements("shards", r.shards);
 }
 

@@ -237,17 +237,12 @@ void Executor::write(const plan::TensorRef &tensor, const void *src, size_t byte
              "size mismatch writing '" + tensor.name + "'");
   MPC_ASSERT(hosts(tensor), "tensor '" + tensor.name + "' is on devices of other processes");
   if (!tensor.shards.empty()) {
-    // Each part hosted here: its elements of the whole, zeros past the end.
-    const int64_t n = tensor.numElements(), parts = int64_t(tensor.shards.size());
+    // Each part hosted here: its elements of the whole.
     std::vector<uint8_t> part(size_t(tensor.shardElements()) * 4);
-    for (int64_t i = 0; i < parts; ++i) {
-      const plan::Placement &at = tensor.shards[size_t(i)];
+    for (size_t i = 0; i < tensor.shards.size(); ++i) {
+      const plan::Placement &at = tensor.shards[i];
       if (!hosts(at.device)) continue;
-      ops::ElementRange r = ops::shardRange(n, parts, i);
-      std::fill(part.begin(), part.end(), uint8_t(0));
-      if (r.size() > 0)
-        std::memcpy(part.data(), static_cast<const uint8_t *>(src) + r.begin * 4,
-                    size_t(r.size()) * 4);
+      plan::extractPart(tensor, i, static_cast<const uint8_t *>(src), part.data());
       backends_[at.device]->upload(at.buffer, part.data(), part.size());
     }
     return;
@@ -263,13 +258,8 @@ void Executor::read(const plan::TensorRef &tensor, void *dst, size_t bytes) {
              "size mismatch reading '" + tensor.name + "'");
   MPC_ASSERT(hosts(tensor), "tensor '" + tensor.name + "' is on devices of other processes");
   if (!tensor.shards.empty()) {
-    for (size_t i = 0; i < tensor.shards.size(); ++i) {
-      std::vector<uint8_t> part = readShard(tensor, i);
-      ops::ElementRange r =
-          ops::shardRange(tensor.numElements(), int64_t(tensor.shards.size()), int64_t(i));
-      if (r.size() > 0)
-        std::memcpy(static_cast<uint8_t *>(dst) + r.begin * 4, part.data(), size_t(r.size()) * 4);
-    }
+    for (size_t i = 0; i < tensor.shards.size(); ++i)
+      plan::joinPart(tensor, i, readShard(tensor, i).data(), static_cast<uint8_t *>(dst));
     return;
   }
   if (hosts(tensor.device)) return backends_[tensor.device]->download(tensor.buffer, dst, bytes);

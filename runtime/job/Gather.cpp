@@ -40,9 +40,7 @@ std::vector<uint8_t> gatherShards(ProcessGroup &group, Executor &ex, const std::
     if (group.rank() != 0) continue;
     MPC_ASSERT(part.size() == size_t(r.shardElements()) * 4,
                "shard of '" + r.name + "' arrived with the wrong size");
-    ops::ElementRange range = ops::shardRange(r.numElements(), parts, i);
-    if (range.size() > 0)
-      std::memcpy(whole.data() + range.begin * 4, part.data(), size_t(range.size()) * 4);
+    plan::joinPart(r, size_t(i), part.data(), whole.data());
   }
   return whole;
 }

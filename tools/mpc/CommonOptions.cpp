@@ -29,7 +29,10 @@ void CommonOptions::addTo(CLI::App &cmd) {
                  "Devices to place on, e.g. cpu:0,cpu:1,cpu:2 (default: cpu:0, cpu:1, ... as "
                  "many as the model's groups need)")
       ->delimiter(',');
-  cmd.add_option("--map", map, "Group mapping, e.g. stage0=gpu:0,stage1=gpu:1")->delimiter(',');
+  cmd.add_option("--map", map,
+                 "Group mapping, e.g. stage0=gpu:0,stage1=gpu:1; a group mapped to several "
+                 "devices joined by '+' (stage0=cpu:0+cpu:1) runs tensor-parallel over them")
+      ->delimiter(',');
   cmd.add_option("--placement", placement, "explicit (annotations + propagation) or auto")
       ->check(CLI::IsMember({"explicit", "auto"}));
   cmd.add_option("--device-memory", deviceMemory,
@@ -100,8 +103,10 @@ passes::PassOptions CommonOptions::passOptions() const {
     if (eq == std::string::npos || eq == 0)
       throw UserError("", "", "invalid --map entry '" + m + "' (expected group=device)");
     std::string group = m.substr(0, eq), dev = m.substr(eq + 1);
-    if (!ir::parseDevice(dev))
-      throw UserError("", "", "invalid device '" + dev + "' in --map entry '" + m + "'");
+    if (!ir::parseDevice(dev) && !ir::parseDeviceSet(dev))
+      throw UserError("", "", "invalid device '" + dev + "' in --map entry '" + m +
+                                  "' (expected cpu:N or gpu:N, or several distinct devices of "
+                                  "one kind joined by '+': cpu:0+cpu:1)");
     if (o.groupMap.count(group))
       throw UserError("", "", "group '" + group + "' mapped twice in --map");
     o.groupMap[group] = dev;

@@ -1,0 +1,547 @@
+//===- passes/TensorParallel.cpp - groups of several devices, SPMD --------===//
+//
+// Tensor parallelism changes where work runs, never what it computes.
+//
+// Invariant established: no node sits on a device set ("cpu:0+cpu:1", a
+// group mapped to t devices by --map or the model's "groups"). Each node of
+// such a group is replaced by t members, member i on the set's device i,
+// holding its part of the logical value in the value's layout
+// (ops/Layout.h, recorded in Node::spmd). Every member reads its operands'
+// member i; where an op needs another layout than its operand has, an
+// explicit redistribution sits between them:
+//   P -> R    all_reduce            R -> S(d) a local slice
+//   P -> S(d) reduce_scatter        R -> P    member 0 keeps it, the others 0
+//   S(d) -> R all_gather            (S(d) -> S(e) and S -> P through R)
+// (for d > 0, a local transpose brings axis d to the front first, since the
+// collectives split axis 0). Each value is redistributed to a layout once:
+// its uses share the result, as copies are shared. Autodiff ran on the
+// logical graph, so the backward's collectives fall out of the same rules.
+//
+// Algorithm, in one walk in topological order:
+//   1. Leaves. A param with "shard": D becomes t params, part i of t along
+//      axis D each (Node::shardOf with its axis: the plan holds the tensor
+//      whole); without, member 0 is the param itself and the others mirror
+//      it (Node::mirrorOf). A state takes its parameter's layout when it
+//      has its shape (momentum, Adam's moments), else R (a step counter).
+//      An input stays whole on device 0; device i receives it (or its part
+//      i, sliced on device 0) by a copy.
+//   2. Ops. The op's sharding rule (ops::OpSchema::shard) is asked with the
+//      operands' layouts; each operand is redistributed to the layout the
+//      rule needs. A declared split (a param, input or state in S) is never
+//      gathered: that would undo the split every step, so it is an error
+//      naming the node, the op, both layouts and the rule's reason. Then
+//      member i is the op on the operands' members i, with the rule's local
+//      attributes (reshape's shape of a part) and its part's type.
+//   3. Copies. Into a group from one device: device i receives its own
+//      copy. Out of a group: the value made R, member 0's part sent. Between
+//      groups of one size: member i to member i, in any layout; of other
+//      sizes: R, member i mod t sent.
+//   4. The loss and the outputs are made R; member 0 of that takes the
+//      logical name, so plans name them as before.
+//   5. The logical nodes go, and member 0 of each op takes its name.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Pass.h"
+
+#include "ir/Builder.h"
+#include "ir/Device.h"
+#include "ops/Layout.h"
+#include "ops/OpSchema.h"
+#include "support/Error.h"
+#include "support/StringUtil.h"
+
+#include <map>
+#include <ostream>
+#include <unordered_set>
+
+namespace mpc::passes {
+
+namespace {
+
+using ir::Node;
+using ops::Layout;
+using ir::TensorType;
+
+/// The devices of a device set, or empty for a single device.
+std::vector<std::string> devicesOf(const std::string &device) {
+  std::vector<std::string> out;
+  if (auto set = ir::parseDeviceSet(device))
+    for (const ir::Device &d : *set) out.push_back(d.str());
+  return out;
+}
+
+class Expander {
+public:
+  Expander(ir::Graph &g, PassContext &ctx) : g_(g), ctx_(ctx) {}
+
+  bool run() {
+    std::vector<Node *> order = g_.topoOrder();
+    bool any = false;
+    for (Node *n : order) any |= !devicesOf(n->device).empty();
+    if (!any) return false;
+    members_.resize(g_.idBound());
+    layout_.resize(g_.idBound());
+    for (Node *n : order) {
+      std::vector<std::string> devices = devicesOf(n->device);
+      if (devices.empty()) {
+        connectSingle(n);
+        continue;
+      }
+      if (n->isLeaf()) expandLeaf(n, devices);
+      else if (n->isOp(ir::OpKind::Copy)) expandCopy(n, devices);
+      else expandOp(n, devices);
+    }
+    finish();
+    return true;
+  }
+
+private:
+  ir::Graph &g_;
+  PassContext &ctx_;
+  /// By logical node id: its members (empty: the node is on one device)
+  /// and its layout.
+  std::vector<std::vector<Node *>> members_;
+  std::vector<Layout> layout_;
+  /// (logical node id, layout) -> the members of its redistribution.
+  std::map<std::pair<int, std::string>, std::vector<Node *>> redistributed_;
+  std::vector<const Node *> dead_;                   ///< logical nodes to erase
+  std::vector<std::pair<Node *, std::string>> names_; ///< member 0 -> logical name
+  std::map<std::string, int64_t> counts_;            ///< redistributions by kind
+  std::vector<std::string> gathers_;                 ///< S -> R, for --stats
+
+  const std::vector<Node *> &of(const Node *n) { return members_[size_t(n->id)]; }
+  bool expanded(const Node *n) const {
+    return size_t(n->id) < members_.size() && !members_[size_t(n->id)].empty();
+  }
+
+  /// A member of `logical` on device `device`.
+  static void label(Node *m, const Node *logical, size_t i, size_t t, Layout l) {
+    m->spmd = Node::Spmd{logical->name, int64_t(i), int64_t(t), l};
+    m->microbatch = logical->microbatch;
+  }
+
+  ir::Builder builderFor(const Node *logical, const std::string &device) {
+    ir::Builder b(g_);
+    b.device = device;
+    b.backward = logical->backward;
+    b.origin = logical->origin;
+    return b;
+  }
+
+  static std::string memberName(const std::string &base, size_t i) {
+    return base + ".tp" + std::to_string(i);
+  }
+
+  // Step 1.
+  void expandLeaf(Node *n, const std::vector<std::string> &devices) {
+    const size_t t = devices.size();
+    Layout l = Layout::r();
+    if (n->kind == ir::NodeKind::State) {
+      const Node *p = g_.find(n->origin);
+      MPC_ASSERT(p && expanded(p), "state '" + n->name + "' of an unexpanded parameter");
+      if (p->type.shape == n->type.shape) l = layout_[size_t(p->id)];
+    } else if (n->shard) {
+      l = Layout::s(int(*n->shard));
+    }
+    if (n->shardOf)
+      throw UserError(g_.sourceFile, n->where(),
+                      n->describe() + " is a ZeRO-1 shard on the tensor-parallel group " +
+                          n->device + ": --zero=1 does not compose with tensor parallelism yet");
+    layout_[size_t(n->id)] = l;
+    std::vector<Node *> &ms = members_[size_t(n->id)];
+    if (n->kind == ir::NodeKind::Input) {
+      n->device = devices[0];
+      if (l.replicated()) {
+        label(n, n, 0, t, l);
+        ms.push_back(n);
+        for (size_t i = 1; i < t; ++i) {
+          ir::Builder b = builderFor(n, devices[i]);
+          Node *c = b.copyTo(n, devices[i]);
+          label(c, n, i, t, l);
+          ms.push_back(c);
+        }
+        return;
+      }
+      TensorType part = localType(*n, l, t);
+      int64_t len = part.shape[size_t(l.axis)];
+      for (size_t i = 0; i < t; ++i) {
+        ir::Builder b = builderFor(n, devices[0]);
+        Node *s = b.create(ir::OpKind::Slice, {n},
+                           {{"axis", int64_t(l.axis)},
+                            {"start", int64_t(i) * len},
+                            {"end", int64_t(i + 1) * len}},
+                           n->name + ".part" + std::to_string(i));
+        if (i == 0) {
+          label(s, n, 0, t, l);
+          ms.push_back(s);
+          continue;
+        }
+        ir::Builder r = builderFor(n, devices[i]);
+        Node *c = r.copyTo(s, devices[i]);
+        label(c, n, i, t, l);
+        ms.push_back(c);
+      }
+      return;
+    }
+    // Param or State.
+    const TensorType part = localType(*n, l, t);
+    std::string tensor = n->mirrorOf.empty() ? n->name : n->mirrorOf;
+    if (l.split() && !n->mirrorOf.empty())
+      throw UserError(g_.sourceFile, n->where(),
+                      n->describe() + " is split (" + l.str() + ") and a data-parallel replica: "
+                      "data parallelism over tensor-parallel groups takes replicated parameters "
+                      "only, for now");
+    // A state's parameter, whose members own the state's members.
+    const Node *param = n->kind == ir::NodeKind::State ? g_.find(n->origin) : nullptr;
+    for (size_t i = 0; i < t; ++i) {
+      Node *m = nullptr;
+      if (i == 0 && l.replicated()) {
+        m = n;
+        m->device = devices[0];
+        if (param) m->origin = of(param)[0]->name;
+      } else {
+        std::string name = g_.uniqueName(memberName(n->name, i));
+        if (n->kind == ir::NodeKind::Param) {
+          m = g_.addParam(name, part, *n->init);
+          m->lrMult = n->lrMult;
+          m->wdMult = n->wdMult;
+        } else {
+          m = g_.addState(name, part, *n->init, of(param)[i]->name);
+        }
+        m->device = devices[i];
+        m->jsonPath = n->jsonPath;
+        if (l.split()) m->shardOf = Node::ShardOf{n->name, int64_t(i), int64_t(t), n->type.shape, l.axis};
+        else m->mirrorOf = tensor;
+      }
+      label(m, n, i, t, l);
+      ms.push_back(m);
+    }
+    if (l.split()) {
+      dead_.push_back(n);
+      if (n->kind == ir::NodeKind::Param && g_.gradients.count(n->name)) splitParams_.push_back(n);
+    }
+  }
+  std::vector<Node *> splitParams_;
+
+  // Step 3, into a group.
+  void expandCopy(Node *n, const std::vector<std::string> &devices) {
+    const size_t t = devices.size();
+    Node *src = n->inputs[0];
+    std::vector<Node *> &ms = members_[size_t(n->id)];
+    std::vector<Node *> from;
+    Layout l = Layout::r();
+    if (!expanded(src)) {
+      from.assign(t, src);
+    } else if (of(src).size() == t) {
+      from = of(src);
+      l = layout_[size_t(src->id)];
+    } else {
+      const std::vector<Node *> &whole = redistribute(src, Layout::r(), n);
+      for (size_t i = 0; i < t; ++i) from.push_back(whole[i % whole.size()]);
+    }
+    layout_[size_t(n->id)] = l;
+    for (size_t i = 0; i < t; ++i) {
+      Node *m = from[i];
+      if (m->device != devices[i]) {
+        ir::Builder b = builderFor(n, devices[i]);
+        m = b.copyTo(from[i], devices[i], g_.uniqueName(memberName(n->name, i)));
+        m->microbatch = n->microbatch;
+        label(m, n, i, t, l);
+        if (i == 0) names_.push_back({m, n->name});
+      }
+      ms.push_back(m);
+    }
+    dead_.push_back(n);
+  }
+
+  // Step 3, out of a group: a node on one device reading a group's value.
+  void connectSingle(Node *n) {
+    for (size_t k = 0; k < n->inputs.size(); ++k) {
+      Node *in = n->inputs[k];
+      if (!expanded(in)) continue;
+      if (!n->isOp(ir::OpKind::Copy))
+        throw InternalError(n->describe() + " on " + n->device + " reads " + in->describe() +
+                            " of a tensor-parallel group without a copy");
+      const std::vector<Node *> &whole = redistribute(in, Layout::r(), n);
+      size_t j = 0;
+      for (size_t i = 0; i < whole.size(); ++i)
+        if (whole[i]->device == n->device) j = i;
+      if (whole[j]->device == n->device) {
+        // The group holds it here already: no copy.
+        g_.replaceAllUses(n, whole[j]);
+        dead_.push_back(n);
+        continue;
+      }
+      n->inputs[k] = whole[j];
+    }
+  }
+
+  // Step 2.
+  void expandOp(Node *n, const std::vector<std::string> &devices) {
+    const size_t t = devices.size();
+    const ops::OpSchema &schema = ops::schema(n->op);
+    std::vector<TensorType> types;
+    std::vector<Layout> layouts;
+    for (Node *in : n->inputs) {
+      if (!expanded(in))
+        throw InternalError(n->describe() + " on " + n->device + " reads " + in->describe() +
+                            " on " + in->device + " without a copy");
+      if (of(in).size() != t)
+        throw UserError(g_.sourceFile, n->where(),
+                        n->describe() + " on " + n->device + " reads " + in->describe() + " of " +
+                            in->device + ", a group of another size");
+      types.push_back(in->type);
+      layouts.push_back(layout_[size_t(in->id)]);
+    }
+    ops::ShardQuery q{types, layouts, n->type, n->attrs, int64_t(t)};
+    ops::ShardResult rule = schema.shard ? schema.shard(q) : ops::replicatedRule(q);
+    std::vector<std::vector<Node *>> operands;
+    for (size_t k = 0; k < n->inputs.size(); ++k) {
+      Node *in = n->inputs[k];
+      const Layout &need = rule.operands[k];
+      if (need != layouts[k] && in->isLeaf() && layouts[k].split())
+        throw UserError(g_.sourceFile, n->where(),
+                        n->describe() + " on " + n->device + " cannot take " + in->describe() +
+                            " split along axis " + std::to_string(layouts[k].axis) + " (" +
+                            layouts[k].str() + "): it needs " + need.str() + " (" +
+                            (rule.why.empty() ? std::string("its sharding rule") : rule.why) +
+                            "); declare \"shard\" on another axis, or none");
+      operands.push_back(redistribute(in, need, n));
+    }
+    layout_[size_t(n->id)] = rule.result;
+    TensorType want;
+    try {
+      want = ops::localType(n->type, rule.result, int64_t(t));
+    } catch (const RuleError &e) {
+      throw UserError(g_.sourceFile, n->where(),
+                      n->describe() + " on " + n->device + " would be " + rule.result.str() +
+                          ", but " + e.what());
+    }
+    ir::AttrMap attrs = rule.localAttrs.empty() ? n->attrs : rule.localAttrs;
+    if (n->isOp(ir::OpKind::Dropout) && std::get<std::string>(attrs.at("key")).empty())
+      attrs["key"] = ir::dropoutKeyName(*n);
+    std::vector<Node *> &ms = members_[size_t(n->id)];
+    for (size_t i = 0; i < t; ++i) {
+      std::vector<Node *> ins;
+      for (size_t k = 0; k < operands.size(); ++k) {
+        // A collective's operand k is its group's device k: here, the other
+        // replicas' parts i.
+        ins.push_back(operands[k][i]);
+      }
+      ir::Builder b = builderFor(n, devices[i]);
+      Node *m = b.create(n->op, ins, attrs, memberName(n->name, i));
+      m->microbatch = n->microbatch;
+      if (m->type != want)
+        throw InternalError("tensor-parallel: member " + std::to_string(i) + " of " +
+                            n->describe() + " is " + m->type.str() + ", expected " + want.str() +
+                            " (" + rule.result.str() + ")");
+      label(m, n, i, t, rule.result);
+      if (i == 0) names_.push_back({m, n->name});
+      ms.push_back(m);
+    }
+    dead_.push_back(n);
+  }
+
+  /// The members of `x` in layout `to`, made once per (value, layout).
+  const std::vector<Node *> &redistribute(Node *x, Layout to, const Node *user) {
+    const Layout from = layout_[size_t(x->id)];
+    if (from == to) return of(x);
+    auto key = std::make_pair(x->id, to.str());
+    if (auto it = redistributed_.find(key); it != redistributed_.end()) return it->second;
+    std::vector<Node *> out = convert(x, of(x), from, to, user);
+    return redistributed_[key] = std::move(out);
+  }
+
+  std::vector<Node *> convert(Node *x, const std::vector<Node *> &xs, Layout from, Layout to,
+                              const Node *user) {
+    const size_t t = xs.size();
+    if (from == to) return xs;
+    if (from.split() && !to.replicated()) {
+      std::vector<Node *> whole = redistribute(x, Layout::r(), user);
+      return convert(x, whole, Layout::r(), to, user);
+    }
+    if (from.replicated() && to.split()) return slices(x, xs, to);
+    if (from.replicated() && to.partial()) {
+      ++counts_["zero-fills"];
+      std::vector<Node *> out;
+      for (size_t i = 0; i < t; ++i) {
+        ir::Builder b = builderFor(x, xs[i]->device);
+        Node *m = i == 0 ? b.create(ir::OpKind::Scale, {xs[0]}, {{"value", 1.0}},
+                                    x->name + ".partial")
+                         : b.fill(0.0, xs[i]->type.shape);
+        if (i) g_.rename(m, g_.uniqueName(memberName(x->name + ".partial", i)));
+        label(m, x, i, t, Layout::p());
+        m->spmd->of = x->name + ".partial";
+        out.push_back(m);
+      }
+      return out;
+    }
+    // A collective: P -> R, P -> S(d), S(d) -> R.
+    int axis = from.split() ? from.axis : to.split() ? to.axis : 0;
+    std::vector<Node *> front = xs;
+    std::vector<int64_t> perm;
+    if (axis > 0) {
+      // Axis `axis` to the front: the collectives split and join axis 0.
+      perm.push_back(axis);
+      for (int a = 0; a < int(x->type.rank()); ++a)
+        if (a != axis) perm.push_back(a);
+      front = transposed(x, xs, perm, from, ".front");
+    }
+    ir::OpKind kind = from.partial() ? (to.replicated() ? ir::OpKind::AllReduce
+                                                        : ir::OpKind::ReduceScatter)
+                                     : ir::OpKind::AllGather;
+    const char *suffix = kind == ir::OpKind::AllReduce       ? ".allreduce"
+                         : kind == ir::OpKind::ReduceScatter ? ".reducescatter"
+                                                             : ".allgather";
+    ++counts_[kind == ir::OpKind::AllReduce       ? "all-reduces"
+              : kind == ir::OpKind::ReduceScatter ? "reduce-scatters"
+                                                  : "all-gathers"];
+    if (kind == ir::OpKind::AllGather)
+      gathers_.push_back("'" + x->name + "' " + from.str() + " -> R for " + user->describe());
+    std::vector<Node *> out;
+    Layout after = kind == ir::OpKind::AllReduce ? Layout::r()
+                   : kind == ir::OpKind::ReduceScatter ? Layout::s(0)
+                                                       : Layout::r();
+    for (size_t i = 0; i < t; ++i) {
+      ir::Builder b = builderFor(x, xs[i]->device);
+      ir::AttrMap attrs;
+      if (kind == ir::OpKind::ReduceScatter) attrs["shard"] = int64_t(i);
+      Node *m = b.create(kind, front, attrs, i == 0 ? x->name + suffix
+                                                    : memberName(x->name + suffix, i));
+      label(m, x, i, t, after);
+      m->spmd->of = x->name + suffix;
+      out.push_back(m);
+    }
+    if (axis > 0) {
+      std::vector<int64_t> back(perm.size());
+      for (size_t k = 0; k < perm.size(); ++k) back[size_t(perm[k])] = int64_t(k);
+      out = transposed(x, out, back, to.split() ? Layout::s(0) : Layout::r(), ".back");
+    }
+    return out;
+  }
+
+  /// Each member's transpose by `perm`, labelled as a value of its own.
+  std::vector<Node *> transposed(Node *x, const std::vector<Node *> &xs,
+                                 const std::vector<int64_t> &perm, Layout from,
+                                 const std::string &suffix) {
+    std::vector<Node *> out;
+    Layout l = from;
+    if (l.split())
+      for (size_t k = 0; k < perm.size(); ++k)
+        if (perm[k] == from.axis) l = Layout::s(int(k));
+    std::string base = g_.uniqueName(xs[0]->name + suffix);
+    for (size_t i = 0; i < xs.size(); ++i) {
+      ir::Builder b = builderFor(x, xs[i]->device);
+      Node *m = b.create(ir::OpKind::Transpose, {xs[i]}, {{"perm", perm}},
+                         i == 0 ? base : memberName(base, i));
+      m->spmd = Node::Spmd{base, int64_t(i), int64_t(xs.size()), l};
+      m->microbatch = x->microbatch;
+      out.push_back(m);
+    }
+    return out;
+  }
+
+  std::vector<Node *> slices(Node *x, const std::vector<Node *> &xs, Layout to) {
+    ++counts_["slices"];
+    const size_t t = xs.size();
+    TensorType part = ops::localType(x->type, to, int64_t(t));
+    int64_t len = part.shape[size_t(to.axis)];
+    std::vector<Node *> out;
+    std::string base = g_.uniqueName(x->name + ".part" + std::to_string(to.axis));
+    for (size_t i = 0; i < t; ++i) {
+      ir::Builder b = builderFor(x, xs[i]->device);
+      Node *m = b.create(ir::OpKind::Slice, {xs[i]},
+                         {{"axis", int64_t(to.axis)},
+                          {"start", int64_t(i) * len},
+                          {"end", int64_t(i + 1) * len}},
+                         i == 0 ? base : memberName(base, i));
+      m->spmd = Node::Spmd{base, int64_t(i), int64_t(t), to};
+      m->microbatch = x->microbatch;
+      out.push_back(m);
+    }
+    return out;
+  }
+
+  static TensorType localType(const Node &n, Layout l, size_t t) {
+    return ops::localType(n.type, l, int64_t(t));
+  }
+
+  // Steps 4 and 5.
+  void finish() {
+    // Step 4: the loss and the outputs whole, under their own names.
+    std::vector<std::string> named = g_.outputs;
+    if (!g_.loss.empty()) named.push_back(g_.loss);
+    std::map<std::string, Node *> wholeOf;
+    for (const std::string &name : named) {
+      Node *n = g_.find(name);
+      if (!n || !expanded(n) || layout_[size_t(n->id)].replicated()) continue;
+      wholeOf[name] = redistribute(n, Layout::r(), n)[0];
+    }
+    // Each member of a parameter: its gradient's member in its layout
+    // (what its update reads).
+    std::vector<std::pair<Node *, Node *>> memberGrads;
+    for (const auto &n : g_.nodes()) {
+      if (n->kind != ir::NodeKind::Param || !n->spmd) continue;
+      const std::string &logical = n->shardOf ? n->shardOf->of : n->spmd->of;
+      Node *p = n->shardOf ? findDead(logical) : g_.find(logical);
+      if (!p || !g_.gradients.count(logical)) continue;
+      Node *gn = g_.find(g_.gradients.at(logical));
+      if (!gn || !expanded(gn)) continue;
+      memberGrads.push_back(
+          {n.get(), redistribute(gn, layout_[size_t(p->id)], p)[size_t(n->spmd->index)]});
+    }
+    for (Node *p : splitParams_) g_.gradients.erase(p->name);
+    // Step 5.
+    std::unordered_set<const Node *> dead(dead_.begin(), dead_.end());
+    g_.eraseAll(dead);
+    for (auto &[m, name] : names_) {
+      if (wholeOf.count(name)) continue;
+      if (!g_.find(name)) g_.rename(m, name);
+    }
+    for (auto &[name, m] : wholeOf) {
+      Node *part = g_.find(name);
+      if (part && part != m) g_.rename(part, g_.uniqueName(name + ".part"));
+      g_.rename(m, name);
+    }
+    for (auto &[param, grad] : memberGrads) g_.gradients.set(param->name, grad->name);
+    report();
+  }
+
+  /// A split parameter's logical node, which step 5 erases.
+  Node *findDead(const std::string &name) {
+    for (Node *p : splitParams_)
+      if (p->name == name) return p;
+    return nullptr;
+  }
+
+  void report() {
+    for (const auto &[kind, n] : counts_) ctx_.count("tensor-parallel", kind, n);
+    if (!ctx_.options.stats || !ctx_.log) return;
+    std::string line;
+    for (const auto &[kind, n] : counts_)
+      line += (line.empty() ? "" : ", ") + std::to_string(n) + " " + kind;
+    *ctx_.log << "tensor-parallel: redistributions: " << (line.empty() ? "none" : line) << "\n";
+    for (const std::string &g : gathers_) *ctx_.log << "tensor-parallel: all-gather of " << g << "\n";
+  }
+};
+
+class TensorParallelPass : public Pass {
+public:
+  bool run(ir::Graph &g, PassContext &ctx) override {
+    if (!g.has(ir::kPlaced) || !g.has(ir::kCopiesExplicit)) {
+      for (const auto &n : g.nodes())
+        if (ir::parseDeviceSet(n->device))
+          throw UserError(g.sourceFile, "--passes",
+                          "tensor-parallel needs a placed graph with explicit copies: run "
+                          "'place' and 'insert-copies' first");
+      return false;
+    }
+    return Expander(g, ctx).run();
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createTensorParallelPass() { return std::make_unique<TensorParallelPass>(); }
+
+} // namespace mpc::passes
