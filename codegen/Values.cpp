@@ -159,7 +159,7 @@ void describeInterface(LoweringState &st) {
     if (n->mirrorOf.empty() && !n->shardOf) continue;
     const ValueSlot &s = st.slotOf(n.get());
     if (!n->mirrorOf.empty()) mirrors[n->mirrorOf].push_back({s.device, s.buffer});
-    if (n->shardOf) {
+    if (n->shardOf && n->mirrorOf.empty()) {
       auto &parts = shards[n->shardOf->of];
       parts.resize(size_t(n->shardOf->count));
       parts[size_t(n->shardOf->index)] = {s.device, s.buffer};
@@ -167,7 +167,9 @@ void describeInterface(LoweringState &st) {
   }
   auto tensor = [&](const ir::Node *n) {
     plan::TensorRef r = ref(n);
-    if (auto it = mirrors.find(n->name); it != mirrors.end()) r.mirrors = it->second;
+    // A split tensor's mirrors are its replicas' parts, replica by replica.
+    const std::string &tensorName = n->shardOf ? n->shardOf->of : n->name;
+    if (auto it = mirrors.find(tensorName); it != mirrors.end()) r.mirrors = it->second;
     if (n->shardOf) {
       r.name = n->shardOf->of;
       r.shape = n->shardOf->shape;

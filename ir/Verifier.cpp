@@ -200,8 +200,22 @@ private:
   /// A mirror (a data-parallel replica's param or state) names a tensor of
   /// its own kind and type that mirrors nothing, on another device.
   void checkMirrors() {
+    // A tensor-parallel part of a replica mirrors the same part of the
+    // tensor (checkShards finds the parts by tensor and index).
+    std::map<std::pair<std::string, int64_t>, const Node *> parts;
+    for (const auto &n : g_.nodes())
+      if (n->shardOf && n->mirrorOf.empty()) parts[{n->shardOf->of, n->shardOf->index}] = n.get();
     for (const auto &n : g_.nodes()) {
       if (n->mirrorOf.empty()) continue;
+      if (n->shardOf) {
+        auto it = parts.find({n->mirrorOf, n->shardOf->index});
+        if (n->shardOf->axis < 0 || n->shardOf->of != n->mirrorOf)
+          report(*n, "a mirrored shard must be a part along an axis of the tensor it mirrors");
+        else if (it == parts.end() || it->second->type != n->type || it->second->kind != n->kind)
+          report(*n, "mirrors part " + std::to_string(n->shardOf->index) + " of '" + n->mirrorOf +
+                         "', which has no such part of its kind and type");
+        continue;
+      }
       const Node *m = g_.find(n->mirrorOf);
       if (n->kind != NodeKind::Param && n->kind != NodeKind::State)
         report(*n, "only a param or state mirrors another tensor");
@@ -229,7 +243,7 @@ private:
       if (!n->shardOf) continue;
       const Node::ShardOf &s = *n->shardOf;
       if ((n->kind != NodeKind::State && !(n->kind == NodeKind::Param && s.axis >= 0)) ||
-          !n->mirrorOf.empty()) {
+          (!n->mirrorOf.empty() && s.axis < 0)) {
         report(*n, "only a state, or a parameter split along an axis, that mirrors nothing is a "
                    "shard");
         continue;
@@ -260,6 +274,7 @@ private:
                        " must be " + want.str() + ", got " + n->type.str());
       if (g_.find(s.of))
         report(*n, "is a shard of '" + s.of + "', which is a node of the graph");
+      if (!n->mirrorOf.empty()) continue; // a replica's part: checkMirrors
       auto [it, fresh] = tensors.emplace(s.of, Seen{n.get(), {}, {}});
       const Node::ShardOf &first = *it->second.first->shardOf;
       if (!fresh && (first.count != s.count || first.shape != s.shape || first.axis != s.axis))

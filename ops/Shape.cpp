@@ -185,6 +185,23 @@ ShardResult shardReshape(const ShardQuery &q) {
                                " whole");
 }
 
+/// slice and concat along one axis: a split on another axis passes through
+/// (every operand split alike); both are linear, so P stays P.
+ShardResult shardAlongOtherAxis(const ShardQuery &q) {
+  int64_t axis = *normalizeAxis(getInt(q.attrs, "axis"), q.result.rank());
+  const Layout first = q.layouts[0];
+  bool same = true;
+  for (const Layout &l : q.layouts) same &= l == first;
+  if (first.partial() && same) return {std::vector<Layout>(q.layouts.size(), first), first, {}, {}};
+  if (first.split() && first.axis != axis) {
+    ShardResult r{std::vector<Layout>(q.layouts.size(), first), first, {}, {}};
+    return r;
+  }
+  return replicatedRule(q, first.split() ? "it cuts or joins along the split axis " +
+                                               std::to_string(first.axis)
+                                         : "");
+}
+
 /// A permutation moves a split axis along; P stays P.
 ShardResult shardTranspose(const ShardQuery &q) {
   const Layout &l = q.layouts[0];
@@ -253,6 +270,7 @@ void addShapeSchemas(std::vector<OpSchema> &t) {
   {
     OpSchema r = makeSchema(OpKind::Slice, "slice", "Shape",
                             "the elements [start, end) of x along axis (f32 or i32)", {"x"});
+    r.shard = shardAlongOtherAxis;
     r.attrs = {attr("axis", AttrType::Int, int64_t(0),
                     "the sliced axis; negative counts from the end"),
                attr("start", AttrType::Int, std::nullopt,
@@ -271,6 +289,7 @@ void addShapeSchemas(std::vector<OpSchema> &t) {
                             {"x"});
     r.variadic = true;
     r.minArity = 1;
+    r.shard = shardAlongOtherAxis;
     r.attrs = {attr("axis", AttrType::Int, int64_t(0),
                     "the joining axis; negative counts from the end")};
     r.infer = inferConcat;

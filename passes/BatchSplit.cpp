@@ -222,6 +222,7 @@ private:
         c->lrMult = n->lrMult;
         c->wdMult = n->wdMult;
         c->mirrorOf = n->name;
+        c->shard = n->shard;
         break;
       case ir::NodeKind::State: {
         // Its parameter's copy in this replica, when it has one.

@@ -119,6 +119,9 @@ public:
     for (const Reduced &r : all) {
       std::vector<std::string> group;
       for (const Node *p : r.params) group.push_back(p->device);
+      // A tensor-parallel part ("shard") travels alone: flattened into a
+      // pack it would have to be gathered whole first.
+      if (r.params[0]->shard) group.push_back("#" + r.params[0]->name);
       auto it = open.find(group);
       if (it == open.end() || it->second.second + r.bytes > g.dataParallel.bucketBytes ||
           buckets[it->second.first].size() >= size_t(ops::OpSchema::kMaxVariadicArity)) {

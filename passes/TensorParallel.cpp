@@ -81,6 +81,7 @@ public:
     if (!any) return false;
     members_.resize(g_.idBound());
     layout_.resize(g_.idBound());
+    planWholeUses(order);
     for (Node *n : order) {
       std::vector<std::string> devices = devicesOf(n->device);
       if (devices.empty()) {
@@ -109,7 +110,77 @@ private:
   std::map<std::string, int64_t> counts_;            ///< redistributions by kind
   std::vector<std::string> gathers_;                 ///< S -> R, for --stats
 
+  /// By logical node id: a partial sum (P) that some use needs whole (R)
+  /// anyway. Linear ops that could read it as P read the reduced value
+  /// instead, so it is reduced once: LayerNorm's beta gradient, a sum over
+  /// rows of dy, shares dy's all-reduce instead of adding its own.
+  std::vector<char> wholeUse_;
+
   const std::vector<Node *> &of(const Node *n) { return members_[size_t(n->id)]; }
+
+  /// The layout of leaf `n` given its parameter's (states follow it).
+  Layout leafLayout(const Node *n, const std::vector<Layout> &layouts) {
+    if (n->kind == ir::NodeKind::State) {
+      const Node *p = g_.find(n->origin);
+      MPC_ASSERT(p, "state '" + n->name + "' of an unknown parameter");
+      return p->type.shape == n->type.shape ? layouts[size_t(p->id)] : Layout::r();
+    }
+    return n->shard ? Layout::s(int(*n->shard)) : Layout::r();
+  }
+
+  static size_t groupSize(const Node *n) { return devicesOf(n->device).size(); }
+
+  /// The layout a rule is shown for operand `in` whose layout is `l`.
+  Layout shown(const Node *in, Layout l) const {
+    return l.partial() && wholeUse_[size_t(in->id)] ? Layout::r() : l;
+  }
+
+  /// The rule of op `n` over its operands' layouts.
+  ops::ShardResult ruleOf(const Node *n, const std::vector<Layout> &layouts) {
+    std::vector<TensorType> types;
+    for (const Node *in : n->inputs) types.push_back(in->type);
+    const ops::OpSchema &schema = ops::schema(n->op);
+    ops::ShardQuery q{types, layouts, n->type, n->attrs, int64_t(groupSize(n))};
+    return schema.shard ? schema.shard(q) : ops::replicatedRule(q);
+  }
+
+  /// Layouts as step 2 will find them, without building anything: which
+  /// partial sums some use needs whole.
+  void planWholeUses(const std::vector<Node *> &order) {
+    wholeUse_.assign(g_.idBound(), 0);
+    std::vector<Layout> planned(g_.idBound());
+    auto onSet = [&](const Node *n) { return groupSize(n) > 0; };
+    auto needWhole = [&](const Node *in) {
+      if (planned[size_t(in->id)].partial()) wholeUse_[size_t(in->id)] = 1;
+    };
+    for (const Node *n : order) {
+      if (!onSet(n)) {
+        for (const Node *in : n->inputs)
+          if (onSet(in)) needWhole(in);
+        continue;
+      }
+      if (n->isLeaf()) {
+        planned[size_t(n->id)] = leafLayout(n, planned);
+        continue;
+      }
+      if (n->isOp(ir::OpKind::Copy)) {
+        const Node *src = n->inputs[0];
+        if (onSet(src) && groupSize(src) == groupSize(n)) planned[size_t(n->id)] = planned[size_t(src->id)];
+        else if (onSet(src)) needWhole(src);
+        continue;
+      }
+      std::vector<Layout> layouts;
+      for (const Node *in : n->inputs) layouts.push_back(shown(in, planned[size_t(in->id)]));
+      if (layouts.size() != n->inputs.size()) continue;
+      ops::ShardResult rule = ruleOf(n, layouts);
+      for (size_t k = 0; k < n->inputs.size(); ++k)
+        if (rule.operands[k].replicated()) needWhole(n->inputs[k]);
+      planned[size_t(n->id)] = rule.result;
+    }
+    for (const std::string &name : g_.outputs)
+      if (const Node *n = g_.find(name); n && onSet(n)) needWhole(n);
+    if (const Node *n = g_.find(g_.loss); n && onSet(n)) needWhole(n);
+  }
   bool expanded(const Node *n) const {
     return size_t(n->id) < members_.size() && !members_[size_t(n->id)].empty();
   }
@@ -135,14 +206,7 @@ private:
   // Step 1.
   void expandLeaf(Node *n, const std::vector<std::string> &devices) {
     const size_t t = devices.size();
-    Layout l = Layout::r();
-    if (n->kind == ir::NodeKind::State) {
-      const Node *p = g_.find(n->origin);
-      MPC_ASSERT(p && expanded(p), "state '" + n->name + "' of an unexpanded parameter");
-      if (p->type.shape == n->type.shape) l = layout_[size_t(p->id)];
-    } else if (n->shard) {
-      l = Layout::s(int(*n->shard));
-    }
+    Layout l = leafLayout(n, layout_);
     if (n->shardOf)
       throw UserError(g_.sourceFile, n->where(),
                       n->describe() + " is a ZeRO-1 shard on the tensor-parallel group " +
@@ -186,11 +250,6 @@ private:
     // Param or State.
     const TensorType part = localType(*n, l, t);
     std::string tensor = n->mirrorOf.empty() ? n->name : n->mirrorOf;
-    if (l.split() && !n->mirrorOf.empty())
-      throw UserError(g_.sourceFile, n->where(),
-                      n->describe() + " is split (" + l.str() + ") and a data-parallel replica: "
-                      "data parallelism over tensor-parallel groups takes replicated parameters "
-                      "only, for now");
     // A state's parameter, whose members own the state's members.
     const Node *param = n->kind == ir::NodeKind::State ? g_.find(n->origin) : nullptr;
     for (size_t i = 0; i < t; ++i) {
@@ -210,8 +269,10 @@ private:
         }
         m->device = devices[i];
         m->jsonPath = n->jsonPath;
-        if (l.split()) m->shardOf = Node::ShardOf{n->name, int64_t(i), int64_t(t), n->type.shape, l.axis};
-        else m->mirrorOf = tensor;
+        // A split tensor's part i (of a data-parallel replica: mirroring
+        // part i of the tensor); a replicated one's copy, a mirror.
+        if (l.split()) m->shardOf = Node::ShardOf{tensor, int64_t(i), int64_t(t), n->type.shape, l.axis};
+        if (!l.split() || !n->mirrorOf.empty()) m->mirrorOf = tensor;
       }
       label(m, n, i, t, l);
       ms.push_back(m);
@@ -279,8 +340,6 @@ private:
   // Step 2.
   void expandOp(Node *n, const std::vector<std::string> &devices) {
     const size_t t = devices.size();
-    const ops::OpSchema &schema = ops::schema(n->op);
-    std::vector<TensorType> types;
     std::vector<Layout> layouts;
     for (Node *in : n->inputs) {
       if (!expanded(in))
@@ -290,11 +349,9 @@ private:
         throw UserError(g_.sourceFile, n->where(),
                         n->describe() + " on " + n->device + " reads " + in->describe() + " of " +
                             in->device + ", a group of another size");
-      types.push_back(in->type);
-      layouts.push_back(layout_[size_t(in->id)]);
+      layouts.push_back(shown(in, layout_[size_t(in->id)]));
     }
-    ops::ShardQuery q{types, layouts, n->type, n->attrs, int64_t(t)};
-    ops::ShardResult rule = schema.shard ? schema.shard(q) : ops::replicatedRule(q);
+    ops::ShardResult rule = ruleOf(n, layouts);
     std::vector<std::vector<Node *>> operands;
     for (size_t k = 0; k < n->inputs.size(); ++k) {
       Node *in = n->inputs[k];
@@ -482,7 +539,7 @@ private:
     std::vector<std::pair<Node *, Node *>> memberGrads;
     for (const auto &n : g_.nodes()) {
       if (n->kind != ir::NodeKind::Param || !n->spmd) continue;
-      const std::string &logical = n->shardOf ? n->shardOf->of : n->spmd->of;
+      const std::string &logical = n->spmd->of;
       Node *p = n->shardOf ? findDead(logical) : g_.find(logical);
       if (!p || !g_.gradients.count(logical)) continue;
       Node *gn = g_.find(g_.gradients.at(logical));

@@ -137,7 +137,9 @@ struct TensorRef {
   /// A tensor-parallel parameter or state: -1 for ZeRO-1's flat layout
   /// above; else part i of `shards` is part i of shards.size() equal parts
   /// along this axis (shape[shardAxis] / shards.size() of it), whole
-  /// elsewhere, in row-major order.
+  /// elsewhere, in row-major order. Such a tensor may have `mirrors`: its
+  /// other data-parallel replicas' parts, replica by replica, mirrors[k]
+  /// holding part k mod shards.size().
   int32_t shardAxis = -1;
   int64_t numElements() const {
     int64_t n = 1;
@@ -147,7 +149,11 @@ struct TensorRef {
   /// Every buffer that holds (part of) the tensor: its shards, or its own
   /// placement and its mirrors.
   std::vector<Placement> placements() const {
-    if (!shards.empty()) return shards;
+    if (!shards.empty()) {
+      std::vector<Placement> all = shards;
+      all.insert(all.end(), mirrors.begin(), mirrors.end());
+      return all;
+    }
     std::vector<Placement> all{{device, buffer}};
     all.insert(all.end(), mirrors.begin(), mirrors.end());
     return all;

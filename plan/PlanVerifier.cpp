@@ -630,8 +630,12 @@ struct Verifier {
                                               " does not split along axis " +
                                               std::to_string(r.shardAxis) + " into " +
                                               std::to_string(r.shards.size()) + " equal parts");
-    if (!r.mirrors.empty())
-      return report(sp, "'" + r.name + "' is both mirrored and sharded");
+    if (!r.mirrors.empty() && (r.shardAxis < 0 || r.mirrors.size() % r.shards.size() != 0))
+      return report(sp, "'" + r.name + "' is both mirrored and sharded" +
+                            (r.shardAxis < 0 ? std::string()
+                                             : ", with " + std::to_string(r.mirrors.size()) +
+                                                   " mirrors of its " +
+                                                   std::to_string(r.shards.size()) + " parts"));
     if (r.shards.size() > size_t(ops::OpSchema::kMaxVariadicArity))
       return report(sp, "'" + r.name + "' has " + std::to_string(r.shards.size()) +
                             " shards; at most " + std::to_string(ops::OpSchema::kMaxVariadicArity));
@@ -653,6 +657,16 @@ struct Verifier {
       if (twice && m.device < plan.devices.size())
         report(ip + "/0", "'" + r.name + "' has two shards on " + plan.devices[m.device].device);
       checkPlacement(part, m, ip);
+    }
+    // The replicas' parts: each replica's on distinct devices.
+    for (size_t k = 0; k < r.mirrors.size(); ++k) {
+      std::string mp = path + "/mirrors/" + std::to_string(k);
+      const Placement &m = r.mirrors[k];
+      bool twice = false;
+      for (size_t j = k - k % r.shards.size(); j < k; ++j) twice = twice || r.mirrors[j].device == m.device;
+      if (twice && m.device < plan.devices.size())
+        report(mp + "/0", "'" + r.name + "' has two parts of one replica on " + plan.devices[m.device].device);
+      checkPlacement(part, m, mp);
     }
   }
 

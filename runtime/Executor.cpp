@@ -245,6 +245,14 @@ void Executor::write(const plan::TensorRef &tensor, const void *src, size_t byte
       plan::extractPart(tensor, i, static_cast<const uint8_t *>(src), part.data());
       backends_[at.device]->upload(at.buffer, part.data(), part.size());
     }
+    // Split along an axis: the replicas' parts (TensorRef::mirrors).
+    for (size_t k = 0; k < tensor.mirrors.size(); ++k) {
+      const plan::Placement &at = tensor.mirrors[k];
+      if (!hosts(at.device)) continue;
+      plan::extractPart(tensor, k % tensor.shards.size(), static_cast<const uint8_t *>(src),
+                        part.data());
+      backends_[at.device]->upload(at.buffer, part.data(), part.size());
+    }
     return;
   }
   // Every placement here: a data-parallel replica's copy starts equal.

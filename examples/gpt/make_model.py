@@ -45,8 +45,10 @@ class Builder:
     def __init__(self):
         self.params, self.nodes = {}, []
 
-    def param(self, name, shape, init, device):
+    def param(self, name, shape, init, device, shard=None):
         self.params[name] = {"shape": shape, "init": init, "device": device}
+        if shard is not None:
+            self.params[name]["shard"] = shard
         return name
 
     def node(self, name, op, inputs, device, **attrs):
@@ -59,7 +61,7 @@ class Builder:
 
 
 def build(vocab, blocks, d, heads, context, batch, devices, dropout, lr, eval_mode,
-          eps=1e-5):
+          tensor_parallel=0, eps=1e-5):
     B, T, D, H, V = batch, context, d, heads, vocab
     hd = D // H
     g = Builder()
@@ -78,11 +80,22 @@ def build(vocab, blocks, d, heads, context, batch, devices, dropout, lr, eval_mo
         bias = g.param(prefix + ".b", [D], "zeros", dev)
         return g.node(prefix, "layer_norm", [x, gain, bias], dev, eps=eps)
 
-    def linear(prefix, x, n_in, n_out, std, dev):
-        w = g.param(prefix + ".w", [n_in, n_out], normal(std), dev)
-        b = g.param(prefix + ".b", [n_out], "zeros", dev)
+    # Tensor parallelism (Megatron-LM): "column" layers split their weight's
+    # output axis and their bias, "row" layers their weight's input axis;
+    # the row layer's bias is added after the sum, whole.
+    split = tensor_parallel > 1
+
+    def linear(prefix, x, n_in, n_out, std, dev, parallel=None):
+        w = g.param(prefix + ".w", [n_in, n_out], normal(std), dev,
+                    shard={"column": 1, "row": 0}.get(parallel) if split else None)
+        b = g.param(prefix + ".b", [n_out], "zeros", dev,
+                    shard=0 if split and parallel == "column" else None)
         y = g.node(prefix + ".mm", "matmul", [x, w], dev)
         return g.node(prefix + ".add", "add", [y, b], dev)
+
+    def heads(prefix, x, dev):
+        r = g.node(prefix + ".split", "reshape", [x], dev, shape=[B, T, H, hd])
+        return g.node(prefix + ".heads", "transpose", [r], dev, perm=[0, 2, 1, 3])
 
     def heads_of(prefix, qkv, i, dev):
         # [B,T,3D] -> slice i of q/k/v [B,T,D] -> [B,T,H,hd] -> [B,H,T,hd]
@@ -101,10 +114,15 @@ def build(vocab, blocks, d, heads, context, batch, devices, dropout, lr, eval_mo
         dev = "stage%d" % (i * devices // blocks)
         h = "h%d" % i
         a = layer_norm(h + ".ln1", x, dev)
-        qkv = linear(h + ".attn.qkv", a, D, 3 * D, 0.02, dev)
-        q = heads_of(h + ".attn.q", qkv, 0, dev)
-        k = heads_of(h + ".attn.k", qkv, 1, dev)
-        v = heads_of(h + ".attn.v", qkv, 2, dev)
+        if tensor_parallel:
+            # q, k and v of their own: each splits by heads.
+            q, k, v = (heads(h + ".attn." + n, linear(h + ".attn." + n, a, D, D, 0.02, dev,
+                                                      "column"), dev) for n in "qkv")
+        else:
+            qkv = linear(h + ".attn.qkv", a, D, 3 * D, 0.02, dev)
+            q = heads_of(h + ".attn.q", qkv, 0, dev)
+            k = heads_of(h + ".attn.k", qkv, 1, dev)
+            v = heads_of(h + ".attn.v", qkv, 2, dev)
         s = g.node(h + ".attn.scores", "matmul", [q, k], dev, transpose_b=True)  # [B,H,T,T]
         s = g.node(h + ".attn.scaled", "scale", [s], dev, value=1.0 / math.sqrt(hd))
         s = g.node(h + ".attn.masked", "causal_mask", [s], dev, value=-1e9)
@@ -113,13 +131,13 @@ def build(vocab, blocks, d, heads, context, batch, devices, dropout, lr, eval_mo
         c = g.node(h + ".attn.ctx", "matmul", [s, v], dev)  # [B,H,T,hd]
         c = g.node(h + ".attn.ctx.t", "transpose", [c], dev, perm=[0, 2, 1, 3])
         c = g.node(h + ".attn.ctx.merge", "reshape", [c], dev, shape=[B, T, D])
-        c = linear(h + ".attn.proj", c, D, D, proj_std, dev)
+        c = linear(h + ".attn.proj", c, D, D, proj_std, dev, "row")
         c = drop(h + ".attn.drop", c, dev)
         x = g.node(h + ".res1", "add", [x, c], dev)
         m = layer_norm(h + ".ln2", x, dev)
-        m = linear(h + ".mlp.fc", m, D, 4 * D, 0.02, dev)
+        m = linear(h + ".mlp.fc", m, D, 4 * D, 0.02, dev, "column")
         m = g.node(h + ".mlp.gelu", "gelu", [m], dev, approximate="tanh")
-        m = linear(h + ".mlp.proj", m, 4 * D, D, proj_std, dev)
+        m = linear(h + ".mlp.proj", m, 4 * D, D, proj_std, dev, "row")
         m = drop(h + ".mlp.drop", m, dev)
         x = g.node(h + ".res2", "add", [x, m], dev)
 
@@ -165,6 +183,11 @@ def main():
     ap.add_argument("--dropout", type=float, default=0.1,
                     help="dropout probability, training variant only (default 0.1)")
     ap.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default 1e-3)")
+    ap.add_argument("--tensor-parallel", type=int, default=0, metavar="T",
+                    help="q, k and v as projections of their own; with T > 1 the blocks' weights "
+                         "declare Megatron-LM's splits (\"shard\") over groups mapped to T "
+                         "devices each (--map stage0=cpu:0+cpu:1,...); T = 1 is the same model "
+                         "unsplit (default 0: one fused qkv projection)")
     ap.add_argument("--eval", action="store_true",
                     help="write the inference variant: no loss key, no optimizer, no dropout, "
                          "the loss node as an output")
@@ -192,13 +215,19 @@ def main():
         fail("--heads %d does not divide --d-model %d" % (args.heads, args.d_model))
     if not 1 <= devices <= args.blocks:
         fail("--devices must be between 1 and --blocks (%d), got %d" % (args.blocks, devices))
+    if args.tensor_parallel < 0:
+        fail("--tensor-parallel must be at least 0, got %d" % args.tensor_parallel)
+    if args.tensor_parallel > 1 and (args.heads % args.tensor_parallel
+                                     or 4 * args.d_model % args.tensor_parallel):
+        fail("--tensor-parallel %d must divide --heads (%d) and the MLP width 4 x --d-model (%d)"
+             % (args.tensor_parallel, args.heads, 4 * args.d_model))
     if not 0 <= args.dropout < 1:
         fail("--dropout must be in [0, 1), got %g" % args.dropout)
     if args.lr < 0:
         fail("--lr must be >= 0, got %g" % args.lr)
 
     model = build(vocab, args.blocks, args.d_model, args.heads, context, args.batch, devices,
-                  args.dropout, args.lr, args.eval)
+                  args.dropout, args.lr, args.eval, args.tensor_parallel)
     # One param or node per line: diffs and greps stay readable.
     lines = ['{"mpc": 1, "name": %s,' % json.dumps(model["name"]),
              ' "inputs": %s,' % json.dumps(model["inputs"]), ' "params": {']
