@@ -73,6 +73,12 @@ void addEmbeddingSchemas(std::vector<OpSchema> &t) {
                         " is batched, but its axis 0 indexes embeddings, not rows of the batch");
       return {};
     };
+    // Tensor parallelism (ops/Layout.h): ids index rows of the whole table;
+    // a vocabulary-parallel table is not supported.
+    r.shard = [](const ShardQuery &q) {
+      return replicatedRule(q, "embedding looks rows up in the whole table and takes whole ids "
+                               "(a vocabulary-parallel table is not supported)");
+    };
     t.push_back(std::move(r));
   }
   {

@@ -135,10 +135,12 @@ ShardResult elementwiseRule(const ShardQuery &q, Linearity linearity) {
 ShardResult rowwiseRule(const ShardQuery &q, std::span<const int64_t> wholeAxes, const char *op) {
   if (int ra = firstSplitAxis(q, wholeAxes); ra >= 0) return splitAlong(q, ra);
   std::string why;
-  for (const Layout &l : q.layouts)
-    if (l.split())
-      why = std::string(op) + " normalises along axis " + std::to_string(l.axis) +
-            ", which must not be split";
+  for (size_t i = 0; i < q.operands.size() && why.empty(); ++i)
+    if (q.layouts[i].split()) {
+      int ra = alignedAxis(q.layouts[i].axis, q.operands[i].shape.size(), q.result.shape.size());
+      why = std::string(op) + " normalises along axis " + std::to_string(ra) +
+            " of its result, which must not be split";
+    }
   return replicatedRule(q, why);
 }
 

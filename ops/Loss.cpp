@@ -105,6 +105,12 @@ void addLossSchemas(std::vector<OpSchema> &t) {
       if (sumReduction("softmax_cross_entropy", q.attrs)) res.combine = BatchCombine::Sum;
       return res;
     };
+    // Tensor parallelism (ops/Layout.h): a vocabulary-parallel loss is not
+    // supported.
+    r.shard = [](const ShardQuery &q) {
+      return replicatedRule(q, "softmax_cross_entropy takes whole logits and labels (a "
+                               "vocabulary-parallel loss is not supported)");
+    };
     t.push_back(std::move(r));
   }
   {

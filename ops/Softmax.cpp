@@ -46,7 +46,7 @@ TensorType inferCausalMask(TypeOps ops, const AttrMap &) {
 /// Tensor parallelism (ops/Layout.h): the normalised axis whole.
 ShardResult shardAlongAxis(const ShardQuery &q) {
   int64_t axis = *normalizeAxis(getInt(q.attrs, "axis"), q.result.rank());
-  return rowwiseRule(q, std::span(&axis, 1), "it");
+  return rowwiseRule(q, std::span(&axis, 1), "softmax");
 }
 
 } // namespace

@@ -47,6 +47,7 @@
 #include "passes/Pass.h"
 
 #include "ir/Builder.h"
+#include "ir/Device.h"
 #include "ops/OpSchema.h"
 #include "ops/Shard.h"
 #include "support/Error.h"
@@ -119,6 +120,11 @@ public:
   bool run(ir::Graph &g, PassContext &ctx) override {
     const int64_t replicas = g.dataParallel.replicas;
     if (replicas <= 1 || g.dataParallel.zero != 1 || !g.has(ir::kOptimized)) return false;
+    for (const auto &n : g.nodes())
+      if (n->kind == ir::NodeKind::Param && ir::parseDeviceSet(n->device))
+        throw UserError(g.sourceFile, "--zero",
+                        "--zero=1 does not compose with tensor parallelism yet: " + n->describe() +
+                            " is on the tensor-parallel group " + n->device);
     // Step 1.
     std::map<const Node *, Node *> updateOf;
     for (const auto &n : g.nodes())

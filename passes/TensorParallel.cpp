@@ -135,13 +135,31 @@ private:
     return l.partial() && wholeUse_[size_t(in->id)] ? Layout::r() : l;
   }
 
-  /// The rule of op `n` over its operands' layouts.
+  /// The rule of op `n` over its operands' layouts. A declared split (a
+  /// leaf in S) is kept if any choice allows: when the rule would move one,
+  /// it is asked again with every other operand whole, and that answer
+  /// wins if it keeps the leaves (the activations then move instead; the
+  /// gradient of a row-parallel layer's input reads its weight as it lies).
   ops::ShardResult ruleOf(const Node *n, const std::vector<Layout> &layouts) {
     std::vector<TensorType> types;
     for (const Node *in : n->inputs) types.push_back(in->type);
     const ops::OpSchema &schema = ops::schema(n->op);
-    ops::ShardQuery q{types, layouts, n->type, n->attrs, int64_t(groupSize(n))};
-    return schema.shard ? schema.shard(q) : ops::replicatedRule(q);
+    auto ask = [&](const std::vector<Layout> &ls) {
+      ops::ShardQuery q{types, ls, n->type, n->attrs, int64_t(groupSize(n))};
+      return schema.shard ? schema.shard(q) : ops::replicatedRule(q);
+    };
+    ops::ShardResult rule = ask(layouts);
+    auto movesLeaf = [&](const ops::ShardResult &r) {
+      for (size_t k = 0; k < layouts.size(); ++k)
+        if (n->inputs[k]->isLeaf() && layouts[k].split() && r.operands[k] != layouts[k]) return true;
+      return false;
+    };
+    if (!movesLeaf(rule)) return rule;
+    std::vector<Layout> whole = layouts;
+    for (size_t k = 0; k < whole.size(); ++k)
+      if (!n->inputs[k]->isLeaf()) whole[k] = Layout::r();
+    ops::ShardResult other = ask(whole);
+    return movesLeaf(other) ? rule : other;
   }
 
   /// Layouts as step 2 will find them, without building anything: which
@@ -421,14 +439,15 @@ private:
     if (from.replicated() && to.partial()) {
       ++counts_["zero-fills"];
       std::vector<Node *> out;
+      const std::string base = g_.uniqueName(x->name + ".partial");
       for (size_t i = 0; i < t; ++i) {
         ir::Builder b = builderFor(x, xs[i]->device);
-        Node *m = i == 0 ? b.create(ir::OpKind::Scale, {xs[0]}, {{"value", 1.0}},
-                                    x->name + ".partial")
-                         : b.fill(0.0, xs[i]->type.shape);
-        if (i) g_.rename(m, g_.uniqueName(memberName(x->name + ".partial", i)));
+        Node *m = i == 0 ? b.create(ir::OpKind::Scale, {xs[0]}, {{"value", 1.0}}, base)
+                         : b.create(ir::OpKind::Fill, {},
+                                    {{"value", 0.0}, {"shape", xs[i]->type.shape}},
+                                    memberName(base, i));
         label(m, x, i, t, Layout::p());
-        m->spmd->of = x->name + ".partial";
+        m->spmd->of = base;
         out.push_back(m);
       }
       return out;
@@ -456,6 +475,7 @@ private:
     if (kind == ir::OpKind::AllGather)
       gathers_.push_back("'" + x->name + "' " + from.str() + " -> R for " + user->describe());
     std::vector<Node *> out;
+    const std::string base = g_.uniqueName(x->name + suffix);
     Layout after = kind == ir::OpKind::AllReduce ? Layout::r()
                    : kind == ir::OpKind::ReduceScatter ? Layout::s(0)
                                                        : Layout::r();
@@ -463,10 +483,9 @@ private:
       ir::Builder b = builderFor(x, xs[i]->device);
       ir::AttrMap attrs;
       if (kind == ir::OpKind::ReduceScatter) attrs["shard"] = int64_t(i);
-      Node *m = b.create(kind, front, attrs, i == 0 ? x->name + suffix
-                                                    : memberName(x->name + suffix, i));
+      Node *m = b.create(kind, front, attrs, i == 0 ? base : memberName(base, i));
       label(m, x, i, t, after);
-      m->spmd->of = x->name + suffix;
+      m->spmd->of = base;
       out.push_back(m);
     }
     if (axis > 0) {
