@@ -150,7 +150,10 @@ ShardResult updateRule(const ShardQuery &q) {
   for (const TensorType &t : q.operands)
     r.operands.push_back(t.shape == q.operands[0].shape ? param : Layout::r());
   r.result = param;
-  if (q.layouts[0].partial()) r.why = "a parameter cannot be a partial sum";
+  r.why = q.layouts[0].partial()
+              ? "a parameter cannot be a partial sum"
+              : "an update reads its gradient and state in its parameter's layout (" +
+                    param.str() + "): anything else would let the parameter's copies diverge";
   return r;
 }
 
