@@ -23,6 +23,11 @@
 // the gradient accumulation and the update read). B stays on the critical
 // path between stages; W may wait and fill the time a device would idle.
 //
+// Tensor-parallel groups. The devices of a group (the members of its values,
+// Node::spmd) run every action together, meeting in its collectives: the
+// simulation treats the group as one device, its lowest, whose actions hold
+// the nodes of all its members. Only a change of group is a change of stage.
+//
 // Sequences. Each device runs its actions in a fixed sequence, Megatron's:
 // W warm-up forwards, then one forward and one backward in turn, then the
 // remaining backwards. Forwards come in queue order, backwards likewise:
@@ -77,6 +82,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -118,6 +124,7 @@ public:
         m_(st.graph.pipeline.microbatches) {}
 
   void run() {
+    buildUnits();
     buildDependencies();
     assignMicrobatches();
     assignStages();
@@ -131,6 +138,28 @@ public:
 
 private:
   size_t indexOf(const ir::Node *n) const { return index_.at(n); }
+
+  /// Each device's unit: its tensor-parallel group's lowest device, or
+  /// itself.
+  void buildUnits() {
+    unit_.resize(st_.devices.size());
+    for (uint32_t d = 0; d < unit_.size(); ++d) unit_[d] = d;
+    std::function<uint32_t(uint32_t)> find = [&](uint32_t d) {
+      return unit_[d] == d ? d : unit_[d] = find(unit_[d]);
+    };
+    std::map<std::string, uint32_t> first; // logical value -> a member's device
+    for (const auto &n : nodes_) {
+      if (!n->spmd) continue;
+      uint32_t d = st_.deviceOf(n.get());
+      auto [it, fresh] = first.emplace(n->spmd->of, d);
+      if (fresh) continue;
+      uint32_t a = find(it->second), b = find(d);
+      if (a != b) unit_[std::max(a, b)] = std::min(a, b);
+    }
+    for (uint32_t d = 0; d < unit_.size(); ++d) unit_[d] = find(d);
+  }
+  uint32_t unitOf(const ir::Node *n) const { return unit_[st_.deviceOf(n)]; }
+  bool sameUnit(const ir::Node *a, const ir::Node *b) const { return unitOf(a) == unitOf(b); }
   bool zeroBubble() const { return schedule_.rfind("zb-", 0) == 0; }
 
 
@@ -189,16 +218,21 @@ private:
     // the labels' slice on the last device belongs to the last stage.
     // A copy of such a node counts as fed by leaves too: a data-parallel
     // replica's rows, sliced on replica 0's device, start its own stage 0.
-    std::vector<bool> leafFed(nodes_.size(), false);
+    // A copy of a leaf within a tensor-parallel group (an input sent to the
+    // group's other devices) stands for the leaf.
+    std::vector<bool> leafFed(nodes_.size(), false), leafLike(nodes_.size(), false);
     for (const ir::Node *n : st_.topo) {
       if (!n->isOp() || n->backward) continue;
+      if (n->isOp(ir::OpKind::Copy) && n->inputs.size() == 1 && sameUnit(n, n->inputs[0]) &&
+          (!n->inputs[0]->isOp() || leafLike[indexOf(n->inputs[0])]))
+        leafLike[indexOf(n)] = true;
       int s = -1;
       if (!(n->isOp(ir::OpKind::Copy) && n->inputs.size() == 1 &&
             leafFed[indexOf(n->inputs[0])]))
         for (const ir::Node *in : n->inputs) {
           int si = stage_[indexOf(in)];
-          if (si < 0) continue;
-          s = std::max(s, si + (in->device != n->device ? 1 : 0));
+          if (si < 0 || leafLike[indexOf(in)]) continue;
+          s = std::max(s, si + (sameUnit(in, n) ? 0 : 1));
         }
       leafFed[indexOf(n)] = s < 0;
       stage_[indexOf(n)] = std::max(s, 0);
@@ -209,7 +243,7 @@ private:
       if (!n->isOp() || n->backward || !leafFed[i]) continue;
       int s = std::numeric_limits<int>::max();
       for (const ir::Node *u : users_[n])
-        if (u->device == n->device && !u->backward && stage_[indexOf(u)] >= 0)
+        if (sameUnit(u, n) && !u->backward && stage_[indexOf(u)] >= 0)
           s = std::min(s, stage_[indexOf(u)]);
       stage_[i] = s == std::numeric_limits<int>::max() ? 0 : s;
     }
@@ -217,9 +251,9 @@ private:
       if (!n->isOp() || !n->backward) continue;
       const ir::Node *origin = st_.graph.find(n->origin);
       if (!origin || origin->backward) continue;
-      if (origin->device == n->device) stage_[indexOf(n)] = stage_[indexOf(origin)];
+      if (sameUnit(origin, n)) stage_[indexOf(n)] = stage_[indexOf(origin)];
       else if (origin->isOp(ir::OpKind::Copy) && !origin->inputs.empty() &&
-               origin->inputs[0]->device == n->device)
+               sameUnit(origin->inputs[0], n))
         stage_[indexOf(n)] = stage_[indexOf(origin->inputs[0])];
     }
   }
@@ -242,9 +276,9 @@ private:
       for (const ir::Node *in : n->inputs) {
         size_t j = indexOf(in);
         int kj = std::max(mb_[j], wmb_[j]);
-        if (kj > k || (kj == k && in->device == n->device && stage_[j] > stage)) {
+        if (kj > k || (kj == k && sameUnit(in, n) && stage_[j] > stage)) {
           k = kj;
-          stage = in->device == n->device ? stage_[j] : -1;
+          stage = sameUnit(in, n) ? stage_[j] : -1;
         }
       }
       if (k == kFloating || stage < 0) continue;
@@ -256,7 +290,7 @@ private:
   /// The action a node belongs to; nullopt when it floats.
   std::optional<ActionKey> keyOf(const ir::Node *n) const {
     size_t i = indexOf(n);
-    uint32_t d = st_.deviceOf(n);
+    uint32_t d = unitOf(n);
     if (n->info().has(ir::kOptimizer) || stage_[i] < 0) return std::nullopt;
     if (mb_[i] == kFloating) {
       if (zeroBubble() && wmb_[i] != kFloating)
@@ -277,7 +311,7 @@ private:
       if (!n->isOp()) continue;
       size_t i = indexOf(n);
       if (!keys[i]) {
-        floating_[st_.deviceOf(n)].push_back(i);
+        floating_[unitOf(n)].push_back(i);
         continue;
       }
       auto [it, fresh] = byKey.emplace(*keys[i], actions_.size());
@@ -589,6 +623,7 @@ private:
   std::string schedule_;
   int64_t m_;
   std::map<const ir::Node *, size_t> index_;
+  std::vector<uint32_t> unit_; ///< per device: its unit (buildUnits)
   /// Graph::userMap, once: the micro-batch and stage assignments read it.
   std::unordered_map<const ir::Node *, std::vector<ir::Node *>> users_;
   std::vector<std::vector<size_t>> preds_, succ_;

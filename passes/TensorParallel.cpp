@@ -567,7 +567,21 @@ private:
           {n.get(), redistribute(gn, layout_[size_t(p->id)], p)[size_t(n->spmd->index)]});
     }
     for (Node *p : splitParams_) g_.gradients.erase(p->name);
-    // Step 5.
+    // Step 5. A member's origin (the forward node a backward node
+    // differentiates, the parameter of an update) is its origin's member on
+    // its own device, named once the renames are done.
+    std::vector<std::pair<Node *, const std::vector<Node *> *>> origins;
+    std::map<std::string, const Node *> logical;
+    for (const auto &n : g_.nodes())
+      if (expanded(n.get())) logical[n->name] = n.get();
+    for (const auto &n : g_.nodes()) {
+      if (!n->spmd || n->origin.empty()) continue;
+      auto it = logical.find(n->origin);
+      if (it == logical.end()) continue;
+      const std::vector<Node *> &ms = of(it->second);
+      if (size_t(n->spmd->index) < ms.size() && ms.size() == size_t(n->spmd->size))
+        origins.push_back({n.get(), &ms});
+    }
     std::unordered_set<const Node *> dead(dead_.begin(), dead_.end());
     g_.eraseAll(dead);
     for (auto &[m, name] : names_) {
@@ -580,6 +594,7 @@ private:
       g_.rename(m, name);
     }
     for (auto &[param, grad] : memberGrads) g_.gradients.set(param->name, grad->name);
+    for (auto &[m, ms] : origins) m->origin = (*ms)[size_t(m->spmd->index)]->name;
     report();
   }
 
