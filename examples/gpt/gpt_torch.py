@@ -57,8 +57,12 @@ def gpt_loss(P, x, y, cfg, train=False):
     for i in range(cfg["blocks"]):
         b = "h%d." % i
         a = F.layer_norm(h, (D,), P[b + "ln1.g"], P[b + "ln1.b"], eps)
-        qkv = a @ P[b + "attn.qkv.w"] + P[b + "attn.qkv.b"]
-        q, k, v = (t.reshape(B, T, H, hd).transpose(1, 2) for t in qkv.split(D, dim=2))
+        if b + "attn.qkv.w" in P:
+            qkv = a @ P[b + "attn.qkv.w"] + P[b + "attn.qkv.b"]
+            parts = qkv.split(D, dim=2)
+        else:  # make_model.py --tensor-parallel: q, k and v of their own
+            parts = [a @ P[b + "attn.%s.w" % n] + P[b + "attn.%s.b" % n] for n in "qkv"]
+        q, k, v = (t.reshape(B, T, H, hd).transpose(1, 2) for t in parts)
         s = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(hd))
         s = drop(torch.softmax(s.masked_fill(future, -1e9), dim=-1))
         c = (s @ v).transpose(1, 2).reshape(B, T, D)
