@@ -888,6 +888,63 @@ TEST(PlanFile, ShardsAndModelChecksumRoundTrip) {
   EXPECT_NE(compiler::compileModel(exampleModel(), {}, 1).modelChecksum, p.modelChecksum);
 }
 
+/// A tensor-parallel MLP on a group of 2, in two data-parallel replicas:
+/// w split along axis 1, v along 0, both with their replicas' parts.
+plan::Plan splitPlan() {
+  const char *model = R"({"mpc": 1, "name": "tp",
+   "inputs": {"x": {"shape": [4, 8]}, "y": {"shape": [4, 8]}},
+   "params": {"w": {"shape": [8, 6], "init": {"xavier": {"magnitude": 2.0}}, "shard": 1},
+              "v": {"shape": [6, 8], "init": {"xavier": {"magnitude": 2.0}}, "shard": 0}},
+   "nodes": [{"name": "h", "op": "matmul", "inputs": ["x", "w"], "device": "tp"},
+             {"name": "o", "op": "matmul", "inputs": ["h", "v"]},
+             {"name": "loss", "op": "mse_loss", "inputs": ["o", "y"]}],
+   "loss": "loss", "groups": {"tp": ["cpu:0", "cpu:1"]}, "optimizer": {"adam": {"lr": 0.01}}})";
+  passes::PassOptions o;
+  o.dataParallel = 2;
+  return compiler::compileModel(model, o);
+}
+
+TEST(PlanFile, SplitTensorsRoundTrip) {
+  plan::Plan p = splitPlan();
+  std::vector<uint8_t> bytes = plan::serializePlan(p);
+  plan::Plan q = plan::deserializePlan(bytes.data(), bytes.size(), "plan.bin");
+  ASSERT_EQ(q.params.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(q.params[i].shardAxis, p.params[i].shardAxis);
+    EXPECT_EQ(q.params[i].shards, p.params[i].shards);
+    EXPECT_EQ(q.params[i].mirrors, p.params[i].mirrors);
+    EXPECT_EQ(q.params[i].shards.size(), 2u);
+    EXPECT_EQ(q.params[i].mirrors.size(), 2u); // replica 1's two parts
+  }
+  EXPECT_EQ(q.params[0].shardAxis, 1);
+  EXPECT_EQ(q.params[1].shardAxis, 0);
+  EXPECT_EQ(plan::serializePlan(q), bytes);
+}
+
+TEST(PlanVerifier, ChecksSplitTensors) {
+  const plan::Plan valid = splitPlan();
+  ASSERT_TRUE(problemsOf(valid).empty());
+  auto expectProblem = [](const plan::Plan &p, const std::string &want) {
+    std::string all;
+    for (const std::string &m : problemsOf(p)) all += m + "\n";
+    EXPECT_NE(all.find(want), std::string::npos) << "want '" << want << "' in:\n" << all;
+  };
+  plan::Plan p = valid;
+  p.params[0].shardAxis = 0; // 8 rows split in 2 would be [4, 6], not the buffers' [8, 3]
+  expectProblem(p, "'w' is f32[");
+  p = valid;
+  p.params[0].shards.push_back(p.params[0].mirrors[0]);
+  p.params[0].shards.push_back(p.params[0].mirrors[1]);
+  p.params[0].mirrors.clear();
+  expectProblem(p, "'w' [8,6] does not split along axis 1 into 4 equal parts");
+  p = valid;
+  p.params[0].mirrors.pop_back();
+  expectProblem(p, "'w' is both mirrored and sharded, with 1 mirrors of its 2 parts");
+  p = valid;
+  p.params[0].mirrors[1] = p.params[0].mirrors[0];
+  expectProblem(p, "'w' has two parts of one replica on");
+}
+
 TEST(PlanVerifier, ChecksShards) {
   const plan::Plan valid = zeroPlan();
   ASSERT_TRUE(problemsOf(valid).empty());
