@@ -137,6 +137,13 @@ private:
     if (rule.result != s.layout)
       problem(n, "claims layout " + s.layout.str() + ", but " + schema.name + " of " +
                      "its operands' layouts gives " + rule.result.str());
+    if (!rule.memberAttr.empty()) {
+      auto it = n.attrs.find(rule.memberAttr);
+      if (it == n.attrs.end() || !std::holds_alternative<int64_t>(it->second) ||
+          std::get<int64_t>(it->second) != s.index)
+        problem(n, "is member " + std::to_string(s.index) + " but its " + rule.memberAttr +
+                       " says otherwise");
+    }
   }
 
   /// A collective over the members of one value: a redistribution.

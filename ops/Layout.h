@@ -67,6 +67,9 @@ struct ShardResult {
   /// The attributes of each device's node where they name sizes of a split
   /// value (reshape's `shape`); empty: unchanged.
   AttrMap localAttrs;
+  /// An int attribute that holds each device's index in the group (dropout's
+  /// `part`: which part of the whole its elements are); empty: none.
+  std::string memberAttr;
   /// Why an operand's layout was refused ("layer_norm normalises axis 2"),
   /// for errors about layouts the user declared; empty when all were taken.
   std::string why;

@@ -35,7 +35,29 @@ TensorType inferDropout(TypeOps o, const AttrMap &a) {
   const double p = getFloat(a, "p");
   if (!(p >= 0.0 && p < 1.0))
     throw RuleError("dropout p must be in [0, 1), got " + std::to_string(p));
+  const int64_t parts = getInt(a, "parts"), part = getInt(a, "part"), inner = getInt(a, "inner");
+  if (parts < 1 || part < 0 || part >= parts || inner < 1 || (parts > 1 && o[0].numElements() % inner != 0))
+    throw RuleError("dropout part " + std::to_string(part) + " of " + std::to_string(parts) +
+                    " in runs of " + std::to_string(inner) + " does not fit x " + o[0].str() +
+                    " (parts >= 1, 0 <= part < parts, inner >= 1 dividing x's elements)");
   return o[0];
+}
+
+/// Tensor parallelism (ops/Layout.h): the mask is the whole tensor's, so a
+/// part along axis d draws its elements' whole indices: runs of
+/// shape[d]/t x (the axes after d) elements, part `part` of each block of t
+/// runs. Linear in x (a fixed mask times x), so P stays P.
+ShardResult shardDropout(const ShardQuery &q) {
+  const Layout l = q.layouts[0];
+  if (!l.split()) return {{l}, l, {}, {}, {}};
+  ShardResult r{{l}, l, {}, "part", {}};
+  if (getInt(q.attrs, "parts") != 1) return r; // a member's own: already a part
+  r.localAttrs = q.attrs;
+  int64_t inner = q.result.shape[size_t(l.axis)] / q.parts;
+  for (size_t d = size_t(l.axis) + 1; d < q.result.shape.size(); ++d) inner *= q.result.shape[d];
+  r.localAttrs["parts"] = q.parts;
+  r.localAttrs["inner"] = inner;
+  return r;
 }
 
 } // namespace
@@ -50,8 +72,17 @@ void addRandomSchemas(std::vector<OpSchema> &t) {
              attr("key", AttrType::String, std::string(),
                   "the mask's stream; empty: the node's name (the gradient keeps the forward's)"),
              attr("offset", AttrType::Int, int64_t(0),
-                  "index of x's first element in the whole batch (set by micro-batching)")};
+                  "index of x's first element in the whole batch (set by micro-batching)"),
+             attr("parts", AttrType::Int, int64_t(1),
+                  "x is one of this many equal parts of the whole along an axis (set by "
+                  "tensor parallelism): the whole is blocks of `parts` runs of `inner` "
+                  "elements"),
+             attr("part", AttrType::Int, int64_t(0),
+                  "which run of each block x holds: element j of x is element offset + "
+                  "((j / inner) * parts + part) * inner + j % inner of the whole"),
+             attr("inner", AttrType::Int, int64_t(1), "the elements of one run")};
   r.infer = inferDropout;
+  r.shard = shardDropout;
   r.flops = flopsPerElement<2>;
   r.batch = rowwiseBatchRule;
   r.traits = kElementwise;

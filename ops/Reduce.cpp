@@ -56,17 +56,17 @@ BatchResult batchReduce(const BatchQuery &q, const char *op, BatchCombine combin
 /// sum of the mean). Both are linear: P -> P.
 ShardResult shardReduce(const ShardQuery &q, bool sum) {
   const Layout &l = q.layouts[0];
-  if (l.partial()) return {{Layout::p()}, Layout::p(), {}, {}};
+  if (l.partial()) return {{Layout::p()}, Layout::p(), {}, {}, {}};
   if (!l.split()) return replicatedRule(q);
   std::vector<bool> reduced = reducedAxes(sum ? "sum" : "mean", q.operands[0], q.attrs);
   if (reduced[size_t(l.axis)]) {
-    if (sum) return {{l}, Layout::p(), {}, {}};
+    if (sum) return {{l}, Layout::p(), {}, {}, {}};
     return replicatedRule(q, "mean reduces over the split axis " + std::to_string(l.axis));
   }
   int axis = l.axis;
   if (!getBool(q.attrs, "keepdims"))
     for (int i = 0; i < l.axis; ++i) axis -= reduced[size_t(i)] ? 1 : 0;
-  return {{l}, Layout::s(axis), {}, {}};
+  return {{l}, Layout::s(axis), {}, {}, {}};
 }
 
 std::vector<AttrSpec> reduceAttrs() {

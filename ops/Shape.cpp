@@ -166,7 +166,7 @@ BatchResult batchAwayFromAxis0(const BatchQuery &q, const char *op) {
 /// the parts (q, k and v split by columns become split by heads).
 ShardResult shardReshape(const ShardQuery &q) {
   const Layout &l = q.layouts[0];
-  if (l.partial()) return {{Layout::p()}, Layout::p(), {}, {}};
+  if (l.partial()) return {{Layout::p()}, Layout::p(), {}, {}, {}};
   if (!l.split()) return replicatedRule(q);
   const Shape &in = q.operands[0].shape, &out = q.result.shape;
   int64_t before = 1;
@@ -174,7 +174,7 @@ ShardResult shardReshape(const ShardQuery &q) {
   int64_t prefix = 1;
   for (size_t e = 0; e < out.size() && prefix <= before; ++e) {
     if (prefix == before && out[e] % q.parts == 0 && out[e] >= q.parts) {
-      ShardResult r{{l}, Layout::s(int(e)), q.attrs, {}};
+      ShardResult r{{l}, Layout::s(int(e)), q.attrs, {}, {}};
       r.localAttrs["shape"] = localType(q.result, r.result, q.parts).shape;
       return r;
     }
@@ -192,9 +192,9 @@ ShardResult shardAlongOtherAxis(const ShardQuery &q) {
   const Layout first = q.layouts[0];
   bool same = true;
   for (const Layout &l : q.layouts) same &= l == first;
-  if (first.partial() && same) return {std::vector<Layout>(q.layouts.size(), first), first, {}, {}};
+  if (first.partial() && same) return {std::vector<Layout>(q.layouts.size(), first), first, {}, {}, {}};
   if (first.split() && first.axis != axis) {
-    ShardResult r{std::vector<Layout>(q.layouts.size(), first), first, {}, {}};
+    ShardResult r{std::vector<Layout>(q.layouts.size(), first), first, {}, {}, {}};
     return r;
   }
   return replicatedRule(q, first.split() ? "it cuts or joins along the split axis " +
@@ -205,10 +205,10 @@ ShardResult shardAlongOtherAxis(const ShardQuery &q) {
 /// A permutation moves a split axis along; P stays P.
 ShardResult shardTranspose(const ShardQuery &q) {
   const Layout &l = q.layouts[0];
-  if (!l.split()) return {{l}, l, {}, {}};
+  if (!l.split()) return {{l}, l, {}, {}, {}};
   std::vector<int64_t> perm = permOf(q.operands[0], q.attrs);
   for (size_t i = 0; i < perm.size(); ++i)
-    if (perm[i] == l.axis) return {{l}, Layout::s(int(i)), {}, {}};
+    if (perm[i] == l.axis) return {{l}, Layout::s(int(i)), {}, {}, {}};
   return replicatedRule(q);
 }
 

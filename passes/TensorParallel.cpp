@@ -404,6 +404,7 @@ private:
         ins.push_back(operands[k][i]);
       }
       ir::Builder b = builderFor(n, devices[i]);
+      if (!rule.memberAttr.empty()) attrs[rule.memberAttr] = int64_t(i);
       Node *m = b.create(n->op, ins, attrs, memberName(n->name, i));
       m->microbatch = n->microbatch;
       if (m->type != want)

@@ -33,10 +33,14 @@ void dropoutRef(RefOps o, const AttrMap &a, RefTensor &out) {
   const double scale = 1.0 / (1.0 - p);
   // Element by element, with no shared block (the kernels share one Philox
   // block among four elements; the mask is the same).
-  for (size_t i = 0; i < out.data.size(); ++i)
-    out.data[i] = philox::dropoutKeep(key, step, offset + i, threshold)
+  const uint64_t parts = uint64_t(getInt(a, "parts")), part = uint64_t(getInt(a, "part")),
+                 inner = uint64_t(getInt(a, "inner"));
+  for (size_t i = 0; i < out.data.size(); ++i) {
+    const uint64_t whole = parts == 1 ? i : (i / inner * parts + part) * inner + i % inner;
+    out.data[i] = philox::dropoutKeep(key, step, offset + whole, threshold)
                       ? o[0]->data[i] * scale
                       : 0.0;
+  }
 }
 
 } // namespace

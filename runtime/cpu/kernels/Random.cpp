@@ -15,12 +15,19 @@ namespace mpc::runtime::cpu {
 
 namespace {
 
-// ints = {key word 0, key word 1, threshold, offset}; scalar = 1 / (1 - p).
+// ints = {key word 0, key word 1, threshold, offset, parts, part, inner};
+// scalar = 1 / (1 - p).
 void prepareDropout(KernelInstance &k) {
   const double p = attrFloat(k.attrMap(), "p"); // in [0, 1): proven by the plan verifier
   const philox::Key key =
       philox::dropoutKey(k.seed, philox::nameHash(attrString(k.attrMap(), "key")));
-  k.ints = {key.k0, key.k1, philox::dropThreshold(p), attrInt(k.attrMap(), "offset")};
+  k.ints = {key.k0,
+            key.k1,
+            philox::dropThreshold(p),
+            attrInt(k.attrMap(), "offset"),
+            attrInt(k.attrMap(), "parts"),
+            attrInt(k.attrMap(), "part"),
+            attrInt(k.attrMap(), "inner")};
   k.scalar = 1.0 / (1.0 - p);
 }
 
@@ -31,7 +38,16 @@ void runDropout(const KernelInstance &k) {
   const float scale = float(k.scalar);
   const float *x = k.in[0].f();
   float *o = k.out.f();
-  vmath::dropoutLoop(x, o, k.out.numel, key.k0, key.k1, step, offset, threshold, scale);
+  const int64_t parts = k.ints[4], part = k.ints[5], inner = k.ints[6];
+  if (parts == 1) {
+    vmath::dropoutLoop(x, o, k.out.numel, key.k0, key.k1, step, offset, threshold, scale);
+    return;
+  }
+  // A part of the whole (tensor parallelism): each run of `inner` elements
+  // is contiguous in the whole's element order.
+  for (int64_t run = 0; run * inner < k.out.numel; ++run)
+    vmath::dropoutLoop(x + run * inner, o + run * inner, inner, key.k0, key.k1, step,
+                       offset + uint64_t((run * parts + part) * inner), threshold, scale);
 }
 
 } // namespace

@@ -20,11 +20,17 @@ namespace {
 
 // No __restrict__: y may be x's buffer (dropout may run in place,
 // ir/ops/Random.cpp); each thread reads x[i] before it writes y[i].
+// A part of the whole (tensor parallelism, parts > 1): element i is the
+// whole's ((i / inner) * parts + part) * inner + i % inner.
 __global__ void dropoutKernel(const float *x, float *y, int64_t n, philox::Key key,
-                              uint64_t step, uint64_t offset, uint32_t threshold, float scale) {
+                              uint64_t step, uint64_t offset, uint32_t threshold, float scale,
+                              int64_t parts, int64_t part, int64_t inner) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = philox::dropoutKeep(key, step, offset + uint64_t(i), threshold) ? x[i] * scale : 0.f;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t whole = parts == 1 ? i : (i / inner * parts + part) * inner + i % inner;
+    y[i] = philox::dropoutKeep(key, step, offset + uint64_t(whole), threshold) ? x[i] * scale
+                                                                               : 0.f;
+  }
 }
 
 Launch prepareDropout(const KernelOperands &k) {
@@ -33,6 +39,8 @@ Launch prepareDropout(const KernelOperands &k) {
       philox::dropoutKey(k.ctx.seed, philox::nameHash(attrString(k.instr->attrs, "key")));
   const uint32_t threshold = philox::dropThreshold(p);
   const uint64_t offset = uint64_t(attrInt(k.instr->attrs, "offset"));
+  const int64_t parts = attrInt(k.instr->attrs, "parts"), part = attrInt(k.instr->attrs, "part"),
+                inner = attrInt(k.instr->attrs, "inner");
   const float scale = float(1.0 / (1.0 - p));
   const float *x = cf(k.inPtr[0]);
   float *y = f(k.outPtr);
@@ -42,7 +50,8 @@ Launch prepareDropout(const KernelOperands &k) {
   return [=] {
     if (n == 0) return;
     dropoutKernel<<<gridFor(n), kThreads, 0, s>>>(x, y, n, key, uint64_t(step ? *step : 1),
-                                                  offset, threshold, scale);
+                                                  offset, threshold, scale, parts, part,
+                                                  inner);
   };
 }
 

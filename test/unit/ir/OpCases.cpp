@@ -298,6 +298,15 @@ std::vector<OpCase> buildCases() {
   add(OpKind::Dropout, "long", {f32({5, 17})},
       {{"p", 0.3}, {"key", std::string("d")}, {"offset", int64_t(3)}});
   add(OpKind::Dropout, "keep_all", {f32({2, 3})}, {{"p", 0.0}});
+  // Part 1 of 3 of a tensor-parallel whole, in runs of 6 (an axis split:
+  // tensor parallelism), after a micro-batch's offset.
+  add(OpKind::Dropout, "part", {f32({4, 6})},
+      {{"p", 0.4},
+       {"key", std::string("d")},
+       {"offset", int64_t(5)},
+       {"parts", int64_t(3)},
+       {"part", int64_t(1)},
+       {"inner", int64_t(6)}});
 
   // Device ops.
   add(OpKind::Copy, "matrix", {f32({3, 4})});
