@@ -191,6 +191,12 @@ void autoPlace(const Graph &g, const std::vector<Node *> &order, PassContext &ct
   const std::vector<std::string> &devices = ctx.options.devices;
   if (devices.empty())
     throw UserError(file, "--placement", "--placement=auto needs --devices");
+  for (const auto &[n, d] : pinned)
+    if (ir::parseDeviceSet(d))
+      throw UserError(file, "--placement",
+                      "--placement=auto places each stage on one device, and " + n->describe() +
+                          " is in a group mapped to several devices (" + d +
+                          "): place a tensor-parallel model by hand (--map)");
   int k = int(devices.size());
 
   // The chain: forward op nodes in topological order.

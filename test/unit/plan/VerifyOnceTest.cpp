@@ -185,7 +185,8 @@ TEST(VerifyOnce, ShapeRulesRejectBadValuesAtLoad) {
             std::string::npos);
   EXPECT_NE(loadError(test::singleKernelPlan(
                           "dropout",
-                          {{"p", 1.0}, {"key", std::string("d")}, {"offset", int64_t(0)}},
+                          {{"p", 1.0}, {"key", std::string("d")}, {"offset", int64_t(0)},
+                           {"parts", int64_t(1)}, {"part", int64_t(0)}, {"inner", int64_t(1)}},
                           {{ir::DType::F32, {4}}}, {ir::DType::F32, {4}}))
                 .find("dropout p must be in [0, 1), got 1.000000"),
             std::string::npos);
