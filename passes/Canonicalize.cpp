@@ -8,7 +8,8 @@
 //      identity permutation and, in a graph without a loss, `dropout` (the
 //      identity at inference): their users use the operand directly;
 //   2. erase op nodes whose value nobody uses, unless the node is the loss,
-//      an output, or has side effects (optimizer updates), walking in reverse
+//      an output, a parameter's gradient (Graph::gradients, in a compiled
+//      graph read back), or has side effects (optimizer updates), walking in reverse
 //      topological order so chains of dead nodes go in one sweep.
 // Leaves (inputs, params, state) are kept: they are part of the model's
 // interface even when unused.
@@ -42,6 +43,8 @@ public:
   bool run(ir::Graph &graph, PassContext &ctx) override {
     bool changed = false;
     std::set<std::string> outputs(graph.outputs.begin(), graph.outputs.end());
+    // A compiled graph read back names its gradients: they stay too.
+    for (const auto &[param, grad] : graph.gradients) outputs.insert(grad);
     // Users come after their operands in topological order, so a folded
     // node's users are rewired when they are reached (one walk, instead of a
     // scan of the graph per fold).
@@ -50,7 +53,8 @@ public:
       for (ir::Node *&in : n->inputs)
         if (auto f = foldedInto.find(in); f != foldedInto.end()) in = f->second;
       if (!n->isOp() || !isIdentityFold(graph, *n)) continue;
-      // Keep the name of a node the user asked for (loss/output) alive.
+      // Keep the name of a node the user asked for (loss/output) alive, and
+      // a gradient's.
       if (n->name == graph.loss || outputs.count(n->name)) continue;
       foldedInto[n] = n->inputs[0];
       ctx.count(name(), "identities-folded");

@@ -91,16 +91,18 @@ std::map<const Node *, std::string> resolveAnnotations(const Graph &g,
     if (!n->device.empty() && !ir::isPlacedDevice(n->device) && seen.insert(n->device).second)
       groups.push_back({n->device, n.get()});
 
+  // "a,b" or "none": the groups the model's nodes name, for messages.
+  const std::string groupNames = [&] {
+    std::vector<std::string> names;
+    for (const auto &gr : groups) names.push_back(gr.first);
+    return names.empty() ? std::string("none") : joinText(names, ",");
+  }();
   std::set<std::string> mapTargets;
   for (const auto &[group, dev] : opts.groupMap) {
     if (!seen.count(group))
       throw UserError(file, "--map",
                       "unknown group '" + group + "' (the model's groups: " +
-                          [&] {
-                            std::vector<std::string> names;
-                            for (const auto &gr : groups) names.push_back(gr.first);
-                            return names.empty() ? std::string("none") : joinText(names, ",");
-                          }() +
+                          groupNames +
                           ")");
     if (!isConcrete(dev) && !ir::parseDeviceSet(dev))
       throw UserError(file, "--map",
@@ -122,11 +124,7 @@ std::map<const Node *, std::string> resolveAnnotations(const Graph &g,
     if (!seen.count(group))
       throw UserError(file, "/groups/" + group,
                       "no node is in group '" + group + "' (the model's groups: " +
-                          [&] {
-                            std::vector<std::string> names;
-                            for (const auto &gr : groups) names.push_back(gr.first);
-                            return names.empty() ? std::string("none") : joinText(names, ",");
-                          }() +
+                          groupNames +
                           ")");
     if (groupDevice.count(group)) continue;
     for (const std::string &m : list) {

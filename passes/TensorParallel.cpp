@@ -17,7 +17,10 @@
 // its uses share the result, as copies are shared. Autodiff ran on the
 // logical graph, so the backward's collectives fall out of the same rules.
 //
-// Algorithm, in one walk in topological order:
+// Algorithm, in one walk in topological order after a dry run:
+//   0. The dry run finds the layouts the walk will find without building
+//      anything, to learn which partial sums some use needs whole: their
+//      linear users then read the reduced value, so each is reduced once.
 //   1. Leaves. A param with "shard": D becomes t params, part i of t along
 //      axis D each (Node::shardOf with its axis: the plan holds the tensor
 //      whole); without, member 0 is the param itself and the others mirror
@@ -28,17 +31,23 @@
 //   2. Ops. The op's sharding rule (ops::OpSchema::shard) is asked with the
 //      operands' layouts; each operand is redistributed to the layout the
 //      rule needs. A declared split (a param, input or state in S) is never
-//      gathered: that would undo the split every step, so it is an error
-//      naming the node, the op, both layouts and the rule's reason. Then
-//      member i is the op on the operands' members i, with the rule's local
-//      attributes (reshape's shape of a part) and its part's type.
+//      gathered: that would undo the split every step. When the rule would
+//      move one, it is asked again with the other operands whole; if that
+//      does not keep it either, it is an error naming the node, the op, both
+//      layouts and the rule's reason. Then member i is the op on the
+//      operands' members i, with the rule's local attributes (reshape's
+//      shape of a part; dropout's part, the member's index) and its part's
+//      type.
 //   3. Copies. Into a group from one device: device i receives its own
 //      copy. Out of a group: the value made R, member 0's part sent. Between
 //      groups of one size: member i to member i, in any layout; of other
 //      sizes: R, member i mod t sent.
 //   4. The loss and the outputs are made R; member 0 of that takes the
 //      logical name, so plans name them as before.
-//   5. The logical nodes go, and member 0 of each op takes its name.
+//   5. The logical nodes go, and member 0 of each op takes its name. A
+//      member's origin (the forward node a backward node differentiates)
+//      becomes its origin's member on its own device, and each parameter's
+//      member has its gradient's member in the parameter's layout.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Pass.h"

@@ -11,6 +11,7 @@
 #include "compiler/Compile.h"
 #include "ops/Shard.h"
 #include "runtime/Executor.h"
+#include "test/unit/runtime/TrainOnRandomInputs.h"
 
 #include <gtest/gtest.h>
 
@@ -96,22 +97,7 @@ TEST(DataParallel, ReplicasStayBitIdentical) {
   expectReplicasEqual(2, 2, 2);
 }
 
-/// Runs `steps` steps of `p` on the same random inputs; returns the executor.
-std::unique_ptr<runtime::Executor> train(const plan::Plan &p, int steps) {
-  auto exec = std::make_unique<runtime::Executor>(p, runtime::cpuBackendFactory(), nullptr,
-                                                  std::vector<bool>{}, 2);
-  std::mt19937 rng(9);
-  std::normal_distribution<float> normal;
-  for (int step = 0; step < steps; ++step) {
-    for (const plan::TensorRef &t : p.inputs) {
-      std::vector<float> v(size_t(t.numElements()));
-      for (float &x : v) x = normal(rng);
-      exec->write(t, v.data(), v.size() * 4);
-    }
-    exec->step();
-  }
-  return exec;
-}
+using test::trainOnRandomInputs;
 
 /// Bytes of the persistent buffers of optimizer state on each device.
 std::vector<uint64_t> stateBytesPerDevice(const plan::Plan &p) {
@@ -176,7 +162,7 @@ void expectZeroMatchesPlain(int64_t replicas, int64_t microbatches) {
 
   // Training: parameters (every replica's) and whole states are plain data
   // parallelism's, bit for bit.
-  auto a = train(plain, 5), b = train(zero, 5);
+  auto a = trainOnRandomInputs(plain, 5), b = trainOnRandomInputs(zero, 5);
   for (size_t i = 0; i < plain.params.size(); ++i) {
     const plan::TensorRef &t = zero.params[i];
     std::vector<uint8_t> want = bytesAt(*a, plain.params[i], {plain.params[i].device,

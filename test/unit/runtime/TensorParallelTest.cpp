@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Compile.h"
 #include "runtime/Executor.h"
+#include "test/unit/runtime/TrainOnRandomInputs.h"
 #include "support/Error.h"
 
 #include <gtest/gtest.h>
@@ -90,30 +91,15 @@ TEST(TensorParallel, SplitTensorsWriteAndReadWhole) {
   }
 }
 
-/// Trains `p` for `steps` steps on fixed random inputs.
-std::unique_ptr<runtime::Executor> train(const plan::Plan &p, int steps) {
-  auto exec = std::make_unique<runtime::Executor>(p, runtime::cpuBackendFactory(), nullptr,
-                                                  std::vector<bool>{}, 2);
-  std::mt19937 rng(9);
-  std::normal_distribution<float> normal;
-  for (int step = 0; step < steps; ++step) {
-    for (const plan::TensorRef &t : p.inputs) {
-      std::vector<float> v(size_t(t.numElements()));
-      for (float &x : v) x = normal(rng);
-      exec->write(t, v.data(), v.size() * 4);
-    }
-    exec->step();
-  }
-  return exec;
-}
+using test::trainOnRandomInputs;
 
 TEST(TensorParallel, TrainingEqualsOneDeviceAndReplicatedCopiesStayEqual) {
   plan::Plan one = compileOn("cpu:0");
-  auto base = train(one, 6);
+  auto base = trainOnRandomInputs(one, 6);
   for (const char *devices : {"cpu:0+cpu:1", "cpu:0+cpu:1+cpu:2+cpu:3"}) {
     SCOPED_TRACE(devices);
     plan::Plan p = compileOn(devices);
-    auto exec = train(p, 6);
+    auto exec = trainOnRandomInputs(p, 6);
     for (const auto *list : {&p.params, &p.states})
       for (const plan::TensorRef &t : *list) {
         const plan::TensorRef &o =
