@@ -158,4 +158,53 @@ void writeScheduleCsv(const ScheduleGrid &grid, std::ostream &os) {
   }
 }
 
+namespace {
+
+/// HTML-like label text: &, < and > escaped.
+std::string htmlText(const std::string &s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '&') out += "&amp;";
+    else if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '"') out += "&quot;";
+    else out += c;
+  }
+  return out;
+}
+
+/// A cell's colour by the action it holds (its last letter-led word: "R F3
+/// S" is a forward; "2B1" a backward of virtual stage 2).
+const char *cellColour(const std::string &cell) {
+  for (char c : cell) {
+    if (c == 'F') return "#c6efce";
+    if (c == 'B') return "#c9daf8";
+    if (c == 'W') return "#fce5cd";
+    if (c == 'U') return "#d9d9d9";
+  }
+  return "#ffffff";
+}
+
+} // namespace
+
+void writeScheduleDot(const ScheduleGrid &grid, const std::string &title, std::ostream &os) {
+  os << "digraph schedule {\n"
+     << "  node [shape=plaintext, fontname=\"Helvetica\", fontsize=10];\n"
+     << "  grid [label=<<table border=\"0\" cellborder=\"1\" cellspacing=\"0\" "
+        "cellpadding=\"4\">\n"
+     << "    <tr><td colspan=\"" << grid.devices.size() + 1 << "\"><b>" << htmlText(title)
+     << "</b></td></tr>\n"
+     << "    <tr><td><b>step</b></td>";
+  for (const std::string &d : grid.devices) os << "<td><b>" << htmlText(d) << "</b></td>";
+  os << "</tr>\n";
+  for (size_t s = 0; s < grid.cells.size(); ++s) {
+    os << "    <tr><td>" << s << "</td>";
+    for (const std::string &c : grid.cells[s])
+      os << "<td bgcolor=\"" << cellColour(c) << "\">" << (c.empty() ? " " : htmlText(c))
+         << "</td>";
+    os << "</tr>\n";
+  }
+  os << "  </table>>];\n}\n";
+}
+
 } // namespace mpc::plan

@@ -34,5 +34,9 @@ ScheduleGrid scheduleGrid(const Plan &plan);
 /// `step,<device>,...`, idle cells empty).
 void printScheduleGrid(const ScheduleGrid &grid, std::ostream &os);
 void writeScheduleCsv(const ScheduleGrid &grid, std::ostream &os);
+/// The grid as Graphviz DOT (`mpc dump --format=dot`): one table, a row per
+/// step and a column per device, forward cells green, backward blue, weight
+/// gradients orange, the update grey, idle cells white.
+void writeScheduleDot(const ScheduleGrid &grid, const std::string &title, std::ostream &os);
 
 } // namespace mpc::plan

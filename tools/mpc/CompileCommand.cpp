@@ -2,13 +2,14 @@
 //
 // Runs the compiler (compiler/Compile.h): the default training pipeline
 // (passes/Pipelines.cpp) or --passes, then lowers the graph to an execution
-// plan and writes plan.bin. With --emit=ir or --emit=json it writes the IR
-// instead. The output is checked before the model is read (it must be a
+// plan and writes plan.bin. With --emit=ir, --emit=json or --emit=dot (a
+// Graphviz picture) it writes the IR instead. The output is checked before the model is read (it must be a
 // writable regular file, not the model) and written atomically: a failing
 // compile leaves no file behind. The flags are in Flags.h.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Lower.h"
+#include "ir/DotWriter.h"
 #include "ir/JsonReader.h"
 #include "ir/JsonWriter.h"
 #include "ir/Printer.h"
@@ -69,6 +70,10 @@ void addCompileCommand(CLI::App &app) {
     }
     if (args->emit == "json") {
       writeFileAtomic(args->output, ir::writeModelJson(*graph));
+      return;
+    }
+    if (args->emit == "dot") {
+      writeFileAtomic(args->output, ir::writeDot(*graph));
       return;
     }
     if (!p) p = std::make_unique<plan::Plan>(compiler::lower(*graph, options));

@@ -5,7 +5,8 @@
 //                      each device's instruction list and buffers;
 //   --format=json      the structured part as one JSON document, for scripts;
 //   --schedule         a pipelined plan's step x device grid (F3, B3, S, R, U);
-//   --schedule --format=csv  the same grid as CSV.
+//   --schedule --format=csv  the same grid as CSV;
+//   --format=dot       the same grid as a Graphviz picture (dot -Tsvg).
 // A truncated, corrupted, foreign or newer file is a UserError naming the
 // file and the section.
 //
@@ -35,10 +36,11 @@ void addDumpCommand(CLI::App &app) {
                 "Print a pipelined plan's schedule: one row per step, one column per device "
                 "(F3/B3 forward/backward of micro-batch 3, R receive, S send, U update)");
   cmd->add_option("--format", args->format,
-                  "text (default), json (the plan's structured part; without --schedule) or "
-                  "csv (with --schedule)")
-      ->check(CLI::IsMember({"text", "json", "csv"}));
+                  "text (default), json (the plan's structured part; without --schedule), "
+                  "csv (with --schedule) or dot (the schedule grid as a Graphviz picture)")
+      ->check(CLI::IsMember({"text", "json", "csv", "dot"}));
   cmd->callback([args] {
+    if (args->format == "dot") args->schedule = true; // the picture is the grid
     if (args->format == "csv" && !args->schedule)
       throw UserError("", "", "--format=csv is for --schedule; use --format=json for the plan");
     if (args->format == "json" && args->schedule)
@@ -52,6 +54,11 @@ void addDumpCommand(CLI::App &app) {
         throw UserError(args->plan, e.where(), e.message());
       }
       if (args->format == "csv") plan::writeScheduleCsv(grid, std::cout);
+      else if (args->format == "dot")
+        plan::writeScheduleDot(grid,
+                               p.model + ": " + p.pipeline.schedule + ", " +
+                                   std::to_string(p.pipeline.microbatches) + " micro-batches",
+                               std::cout);
       else plan::printScheduleGrid(grid, std::cout);
     } else if (args->format == "json") {
       std::cout << plan::planMetaJson(p);

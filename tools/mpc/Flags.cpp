@@ -129,8 +129,9 @@ CLI::App *addCompileFlags(CLI::App &app, CompileArgs &args) {
                   "symbolic link, never over the model")
       ->required();
   cmd->add_option("--emit", args.emit,
-                  "What to write: plan (default), ir (text form) or json (the IR as JSON)")
-      ->check(CLI::IsMember({"plan", "ir", "json"}));
+                  "What to write: plan (default), ir (text form), json (the IR as JSON) or dot "
+                  "(the IR as a Graphviz picture: dot -Tsvg)")
+      ->check(CLI::IsMember({"plan", "ir", "json", "dot"}));
   cmd->add_option("--seed", args.seed, "Seed for the initial parameter values (default 0)")
       ->transform(unsignedInteger());
   cmd->add_flag("--no-inplace", args.noInPlace,

@@ -3,10 +3,12 @@
 // The debugging entry point and what the lit tests drive: reads a model,
 // runs the passes named by --passes (none by default: the reader already
 // infers shapes), and prints the resulting IR to stdout (or -o FILE) in the
-// text form, or as JSON with --emit=json. An output file is checked before
+// text form, as JSON with --emit=json, or as a Graphviz picture with
+// --emit=dot (ir/DotWriter.h). An output file is checked before
 // the model is read, as `mpc compile`'s.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/DotWriter.h"
 #include "ir/JsonWriter.h"
 #include "ir/Printer.h"
 #include "support/FileIO.h"
@@ -34,8 +36,9 @@ void addOptCommand(CLI::App &app) {
       "-o,--output", args->output,
       "Write the IR here instead of stdout (atomically, through a symbolic link, never over "
       "the model)");
-  cmd->add_option("--emit", args->emit, "Output form: text (default) or json")
-      ->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--emit", args->emit,
+                  "Output form: text (default), json, or dot (a Graphviz picture: dot -Tsvg)")
+      ->check(CLI::IsMember({"text", "json", "dot"}));
   args->common.addTo(*cmd);
   cmd->callback([args, output] {
     if (args->common.microbatchesAuto)
@@ -49,7 +52,9 @@ void addOptCommand(CLI::App &app) {
     if (output->count() > 0) targets.push_back({"-o", args->output});
     checkOutputTargets(targets, {args->model});
     auto graph = runPasses(args->model, options);
-    std::string out = args->emit == "json" ? ir::writeModelJson(*graph) : ir::printGraph(*graph);
+    std::string out = args->emit == "json"  ? ir::writeModelJson(*graph)
+                      : args->emit == "dot" ? ir::writeDot(*graph)
+                                            : ir::printGraph(*graph);
     if (args->output.empty()) std::cout << out << std::flush;
     else writeFileAtomic(args->output, out);
   });
