@@ -2,7 +2,8 @@
 //
 // Evaluates a graph with the op records' float64 reference kernels:
 //   1. params and state start from initialValues() (float32, widened), so the
-//      interpreter starts from exactly the values codegen stores in a plan;
+//      interpreter starts from exactly the values codegen stores in a plan
+//      (a data-parallel mirror or a shard from its tensor's, cut to its part);
 //   2. step() checks the fed inputs, then evaluates the nodes in
 //      graph.topoOrder(), except that optimizer updates (and anything that
 //      uses their results) run after every other node: within one step all
@@ -17,21 +18,48 @@
 #include "ir/Interpreter.h"
 
 #include "ir/Init.h"
+#include "ops/Shard.h"
 #include "support/Error.h"
 
 #include <set>
 
 namespace mpc::ir {
 
-Interpreter::Interpreter(const Graph &graph, uint64_t seed) : graph_(graph), seed_(seed) {
-  for (const auto &n : graph.nodes()) {
-    if (n->kind != NodeKind::Param && n->kind != NodeKind::State) continue;
-    InitSpec init = n->init.value_or(InitSpec{});
-    std::vector<float> values = initialValues(init, n->type.shape, n->name, seed);
-    RefTensor t(n->type.shape);
+namespace {
+
+/// The initial values of `n`: its tensor's, whose name and shape a
+/// data-parallel mirror or a shard (ZeRO-1's, or a tensor-parallel part)
+/// takes from what it holds, cut to its part as a plan's runtime cuts it
+/// (plan::extractPart).
+RefTensor initialTensor(const Node &n, uint64_t seed) {
+  InitSpec init = n.init.value_or(InitSpec{});
+  RefTensor t(n.type.shape);
+  if (!n.shardOf) {
+    std::vector<float> values =
+        initialValues(init, n.type.shape, n.mirrorOf.empty() ? n.name : n.mirrorOf, seed);
     for (size_t i = 0; i < values.size(); ++i) t.data[i] = double(values[i]);
-    persistent_[n->name] = std::move(t);
+    return t;
   }
+  const Node::ShardOf &s = *n.shardOf;
+  std::vector<float> whole = initialValues(init, s.shape, s.of, seed);
+  if (s.axis < 0) { // flat, zero-padded parts (ops/Shard.h)
+    ops::ElementRange r = ops::shardRange(int64_t(whole.size()), s.count, s.index);
+    for (int64_t i = r.begin; i < r.end; ++i) t.data[size_t(i - r.begin)] = double(whole[size_t(i)]);
+    return t;
+  }
+  ops::AxisBlocks b = ops::axisBlocks(s.shape.data(), s.shape.size(), int(s.axis), s.count);
+  for (int64_t o = 0; o < b.outer; ++o)
+    for (int64_t k = 0; k < b.inner; ++k)
+      t.data[size_t(o * b.inner + k)] = double(whole[size_t((o * s.count + s.index) * b.inner + k)]);
+  return t;
+}
+
+} // namespace
+
+Interpreter::Interpreter(const Graph &graph, uint64_t seed) : graph_(graph), seed_(seed) {
+  for (const auto &n : graph.nodes())
+    if (n->kind == NodeKind::Param || n->kind == NodeKind::State)
+      persistent_[n->name] = initialTensor(*n, seed);
 }
 
 std::map<std::string, RefTensor>
