@@ -10,6 +10,11 @@
 //   * MlpTanhStep: the same layers with tanh, batch 1024, on one device
 //     (one thread, the setting bench/compare-pytorch.py runs PyTorch in):
 //     sgemm plus the activations and their backward over 4M-element tensors.
+//   * SeedModelTraced: the seed model on the default threads with
+//     tracing on (mpc run --trace: every instruction's begin and end read
+//     from the steady clock, the spans taken after each step as the trainer
+//     takes them), against the same plan untraced in the same run
+//     (traced_vs_plain: the ratio of step times).
 //   * InstructionOverhead: a forward-only chain of 1000 `neg` kernels on an
 //     f32[1] on one device: time per instruction of the executor.
 // Each reports counters, and a baseline measured in the same run so that the
@@ -77,6 +82,29 @@ void SeedModelStep(benchmark::State &state) {
 // little work per message; 2: devices 0 and 1 on one thread; 3: a thread per
 // device).
 BENCHMARK(SeedModelStep)->Arg(0)->Arg(2)->Arg(3)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void SeedModelTraced(benchmark::State &state) {
+  std::string json = readFileText(std::string(MPC_SOURCE_DIR) + "/examples/regression3/model.json");
+  runtime::Executor plain(compileJson(json));
+  fillInputs(plain);
+  double baseline = secondsPerStep(plain, 0.5);
+  runtime::Executor ex(compileJson(json));
+  fillInputs(ex);
+  ex.setTracing(true);
+  size_t spans = 0;
+  auto start = Clock::now();
+  for (auto _ : state) {
+    ex.step();
+    for (uint32_t d = 0; d < ex.numDevices(); ++d) spans += ex.takeSpans(d).size();
+  }
+  double perStep =
+      std::chrono::duration<double>(Clock::now() - start).count() / double(state.iterations());
+  state.counters["us/step"] = perStep * 1e6;
+  state.counters["baseline_us"] = baseline * 1e6;
+  state.counters["traced_vs_plain"] = perStep / baseline;
+  state.counters["spans/step"] = double(spans) / double(state.iterations());
+}
+BENCHMARK(SeedModelTraced)->Unit(benchmark::kMicrosecond)->UseRealTime()->MinTime(0.5);
 
 constexpr int kWidth = 1024, kLayers = 4;
 

@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/Backend.h"
 
+#include <chrono>
+
 #include "support/Error.h"
 
 namespace mpc::runtime {
@@ -16,6 +18,12 @@ bool Transport::tryRecv(uint32_t, void *, size_t) {
 
 void Transport::watch(uint32_t, WakeWord &) {
   throw InternalError("watch on a transport that cannot poll");
+}
+
+int64_t traceClockNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 bool Backend::runUntilBlocked(Transport &, int64_t, size_t &) {

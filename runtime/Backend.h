@@ -23,6 +23,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace mpc::runtime {
 
@@ -81,6 +82,17 @@ struct DeviceStats {
   uint64_t bytesReceived = 0;
 };
 
+/// One instruction's run in a traced step (`mpc run --trace`): its index in
+/// the device's list, and when it began (first tried, for a receive or a
+/// collective that waited) and ended, in steady-clock nanoseconds.
+struct InstrSpan {
+  uint32_t instr = 0;
+  int64_t begin = 0, end = 0;
+};
+
+/// Nanoseconds of the steady clock, the time base of InstrSpan.
+int64_t traceClockNs();
+
 /// One logical device (Plan::devices[index]).
 class Backend {
 public:
@@ -120,6 +132,11 @@ public:
 
   /// Counters accumulated since load.
   virtual DeviceStats stats() const { return {}; }
+  /// Tracing: from the next step on, record every instruction's span; off,
+  /// no clock is read. A backend that cannot trace records nothing.
+  virtual void setTracing(bool on) { (void)on; }
+  /// The spans recorded since the last call, in execution order.
+  virtual std::vector<InstrSpan> takeSpans() { return {}; }
 };
 
 /// Makes the backend of logical device `device` of `plan` (not yet loaded).

@@ -285,6 +285,16 @@ std::vector<uint8_t> Executor::readShard(const plan::TensorRef &tensor, size_t i
   return part;
 }
 
+void Executor::setTracing(bool on) {
+  for (auto &b : backends_)
+    if (b) b->setTracing(on);
+}
+
+std::vector<InstrSpan> Executor::takeSpans(uint32_t device) {
+  if (!hosts(device)) return {};
+  return backends_[device]->takeSpans();
+}
+
 std::vector<float> Executor::readFloats(const plan::TensorRef &tensor) {
   std::vector<float> out(size_t(tensor.numElements()));
   read(tensor, out.data(), out.size() * 4);

@@ -119,6 +119,11 @@ public:
   std::vector<uint8_t> readShard(const plan::TensorRef &tensor, size_t i);
   /// Sum of every device's counters.
   DeviceStats stats() const;
+  /// Tracing (mpc run --trace): every hosted device records its
+  /// instructions' spans from the next step on (Backend::setTracing).
+  void setTracing(bool on);
+  /// Device `device`'s spans since the last call; empty when not hosted here.
+  std::vector<InstrSpan> takeSpans(uint32_t device);
   /// Instructions of one step, all devices together.
   uint64_t instructionsPerStep() const;
 

@@ -188,6 +188,8 @@ template <bool Poll> bool CpuDevice::run(Transport &transport, int64_t step, siz
   step_ = step;
   for (; pc < steps_.size(); ++pc) {
     const Step &s = steps_[pc];
+    int64_t begin = 0;
+    if (tracing_) begin = waitingSince_ >= 0 ? waitingSince_ : traceClockNs();
     switch (s.kind) {
     case plan::InstrKind::Kernel: {
       const KernelInstance &k = kernels_[s.kernel];
@@ -205,20 +207,35 @@ template <bool Poll> bool CpuDevice::run(Transport &transport, int64_t step, siz
       break;
     case plan::InstrKind::Recv:
       if constexpr (Poll) {
-        if (!transport.tryRecv(s.channel, s.data, s.bytes)) return false;
+        if (!transport.tryRecv(s.channel, s.data, s.bytes)) {
+          if (tracing_) waitingSince_ = begin;
+          return false;
+        }
       } else {
         transport.recv(s.channel, s.data, s.bytes);
       }
       stats_.bytesReceived += s.bytes;
       break;
     case plan::InstrKind::Collective:
-      if (!runCollective(transport, collectives_[s.kernel], collectiveCursor_, Poll, stats_))
+      if (!runCollective(transport, collectives_[s.kernel], collectiveCursor_, Poll, stats_)) {
+        if (tracing_) waitingSince_ = begin;
         return false;
+      }
       break;
+    }
+    if (tracing_) {
+      spans_.push_back({s.instr, begin, traceClockNs()});
+      waitingSince_ = -1;
     }
   }
   stats_.instructions += steps_.size();
   return true;
+}
+
+std::vector<InstrSpan> CpuDevice::takeSpans() {
+  std::vector<InstrSpan> out;
+  out.swap(spans_);
+  return out;
 }
 
 void CpuDevice::runStep(Transport &transport, int64_t step) {

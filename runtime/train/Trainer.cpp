@@ -7,6 +7,7 @@
 #include "runtime/job/RankMap.h"
 #include "runtime/train/Resume.h"
 #include "support/Error.h"
+#include "support/FileIO.h"
 #include "support/StringUtil.h"
 
 #include <algorithm>
@@ -415,6 +416,11 @@ void Trainer::runSteps() {
 
   Progress progress(err_, first, total, opt_.progress && group_.rank() == lossRank_);
   ex.setNextStep(first + 1);
+  if (!opt_.trace.empty()) {
+    trace_ = std::make_unique<Trace>(ex.plan());
+    trace_->alignClocks(group_);
+    ex.setTracing(true);
+  }
   for (int64_t s = first; s < total; ++s) {
     int64_t inEpoch = s % pos.batchesPerEpoch;
     order.beginStep(inEpoch);
@@ -433,6 +439,8 @@ void Trainer::runSteps() {
                       e.message() + " (step " + std::to_string(s + 1) + ")");
     }
     setStep(pos, s + 1);
+    if (trace_)
+      for (uint32_t d = 0; d < ex.plan().devices.size(); ++d) trace_->add(s + 1, d, ex.takeSpans(d));
     for (Collected &c : outputs_) {
       if (!ex.hosts(*c.ref)) continue;
       size_t n = size_t(c.ref->numElements()) * 4;
@@ -491,6 +499,11 @@ void Trainer::finish() {
     params = job::gatherTensors(group_, ex, placement_.rankOf, ex.plan().params);
   if (!opt_.save.empty()) writeCheckpoint(params);
   if (opt_.printParams && group_.rank() == 0) printParams(params, out_);
+  if (trace_) {
+    ex.setTracing(false);
+    trace_->gather(group_);
+    if (group_.rank() == 0) writeFileAtomic(opt_.trace, trace_->json());
+  }
 }
 
 } // namespace mpc::runtime::train

@@ -26,6 +26,7 @@
 #include "runtime/Executor.h"
 #include "runtime/job/ProcessGroup.h"
 #include "runtime/train/Datasets.h"
+#include "runtime/train/Trace.h"
 
 #include <cstdint>
 #include <functional>
@@ -52,6 +53,9 @@ struct TrainOptions {
   bool force = false, saveParamsOnly = false, printParams = false;
   /// --allow-nonfinite: take float datasets with NaN or infinities as they are.
   bool allowNonfinite = false;
+  /// --trace FILE.json: every instruction of every step as Chrome trace-event
+  /// JSON (runtime/train/Trace.h), written by rank 0 at the end.
+  std::string trace;
   int64_t saveEvery = 0;
   int64_t logEvery = 100;
   std::string rankMap; ///< --rank-map; empty: contiguous blocks
@@ -138,6 +142,7 @@ private:
   int lossRank_ = 0;
   io::CheckpointInfo info_;
   std::unique_ptr<io::Checkpoint> resumeFrom_;
+  std::unique_ptr<Trace> trace_; ///< --trace
 };
 
 /// The position after `step` steps of `pos.batchesPerEpoch` each.

@@ -76,6 +76,11 @@ CLI::App *addRunFlags(CLI::App &app, RunArgs &args) {
   cmd->add_option("--output", args.train.outputs,
                   "NAME=FILE.npy: write plan output NAME, concatenated over all steps. "
                   "Repeatable");
+  cmd->add_option("--trace", args.train.trace,
+                  "FILE.json: write every instruction of every step as Chrome trace-event JSON "
+                  "(open it in Perfetto, ui.perfetto.dev, or chrome://tracing): a process per "
+                  "device, flows from sends to receives, arena bytes; CPU devices (docs/"
+                  "profiling.md)");
   cmd->add_option("--log-every", args.train.logEvery,
                   "Print 'step N loss L' every K steps and at the last step (default 100)")
       ->transform(positiveInteger());

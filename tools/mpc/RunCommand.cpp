@@ -86,7 +86,7 @@ train::ExecutorMaker executorMaker(const RunArgs &args) {
   };
 }
 
-/// What the run writes (--save, every --output) and reads (the plan, every
+/// What the run writes (--save, --trace, every --output) and reads (the plan, every
 /// --input file, --init, --resume), checked by rank 0, which writes every
 /// file, before any work (checkOutputTargets). Every rank learns the
 /// verdict, so that a refusal ends the job in order, printed once.
@@ -97,6 +97,7 @@ void checkRunTargets(const RunArgs &args, runtime::job::ProcessGroup &group) {
     try {
       std::vector<OutputTarget> targets;
       if (args.saveGiven) targets.push_back({"--save", o.save});
+      if (!o.trace.empty()) targets.push_back({"--trace", o.trace});
       for (const std::string &spec : o.outputs) {
         auto [name, file] = train::splitSpec(spec, "--output");
         targets.push_back({"--output " + name, file});
