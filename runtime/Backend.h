@@ -93,6 +93,39 @@ struct InstrSpan {
 /// Nanoseconds of the steady clock, the time base of InstrSpan.
 int64_t traceClockNs();
 
+/// The cheap clock a traced device reads per instruction: the CPU's
+/// time-stamp counter on x86-64 (a few nanoseconds to read, against tens
+/// for the steady clock), else the steady clock itself. TraceTicks turns
+/// ticks into traceClockNs() time by the rate measured between two
+/// readings of both.
+inline uint64_t traceTicks() {
+#if defined(__x86_64__)
+  return __builtin_ia32_rdtsc();
+#else
+  return uint64_t(traceClockNs());
+#endif
+}
+
+struct TraceTicks {
+  uint64_t tick0 = 0;
+  int64_t ns0 = 0;
+  double nsPerTick = 1.0;
+  /// Starts the measurement.
+  void start() {
+    tick0 = traceTicks();
+    ns0 = traceClockNs();
+  }
+  /// Measures the rate since start() (kept when too little time passed).
+  void calibrate() {
+    uint64_t t = traceTicks();
+    int64_t ns = traceClockNs();
+    if (t > tick0 + 1000000 && ns > ns0) nsPerTick = double(ns - ns0) / double(t - tick0);
+  }
+  int64_t toNs(uint64_t tick) const {
+    return ns0 + int64_t(double(int64_t(tick - tick0)) * nsPerTick);
+  }
+};
+
 /// One logical device (Plan::devices[index]).
 class Backend {
 public:
@@ -135,8 +168,9 @@ public:
   /// Tracing: from the next step on, record every instruction's span; off,
   /// no clock is read. A backend that cannot trace records nothing.
   virtual void setTracing(bool on) { (void)on; }
-  /// The spans recorded since the last call, in execution order.
-  virtual std::vector<InstrSpan> takeSpans() { return {}; }
+  /// Appends the spans recorded since the last call to `out`, in execution
+  /// order.
+  virtual void takeSpans(std::vector<InstrSpan> &out) { (void)out; }
 };
 
 /// Makes the backend of logical device `device` of `plan` (not yet loaded).

@@ -290,9 +290,8 @@ void Executor::setTracing(bool on) {
     if (b) b->setTracing(on);
 }
 
-std::vector<InstrSpan> Executor::takeSpans(uint32_t device) {
-  if (!hosts(device)) return {};
-  return backends_[device]->takeSpans();
+void Executor::takeSpans(uint32_t device, std::vector<InstrSpan> &out) {
+  if (hosts(device)) backends_[device]->takeSpans(out);
 }
 
 std::vector<float> Executor::readFloats(const plan::TensorRef &tensor) {

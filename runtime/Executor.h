@@ -122,8 +122,9 @@ public:
   /// Tracing (mpc run --trace): every hosted device records its
   /// instructions' spans from the next step on (Backend::setTracing).
   void setTracing(bool on);
-  /// Device `device`'s spans since the last call; empty when not hosted here.
-  std::vector<InstrSpan> takeSpans(uint32_t device);
+  /// Appends device `device`'s spans since the last call to `out` (none
+  /// when it is not hosted here).
+  void takeSpans(uint32_t device, std::vector<InstrSpan> &out);
   /// Instructions of one step, all devices together.
   uint64_t instructionsPerStep() const;
 

@@ -186,10 +186,9 @@ void *CpuDevice::bufferData(uint32_t id) const {
 
 template <bool Poll> bool CpuDevice::run(Transport &transport, int64_t step, size_t &pc) {
   step_ = step;
+  if (tracing_ && pc == 0) lastTick_ = traceTicks();
   for (; pc < steps_.size(); ++pc) {
     const Step &s = steps_[pc];
-    int64_t begin = 0;
-    if (tracing_) begin = waitingSince_ >= 0 ? waitingSince_ : traceClockNs();
     switch (s.kind) {
     case plan::InstrKind::Kernel: {
       const KernelInstance &k = kernels_[s.kernel];
@@ -207,35 +206,36 @@ template <bool Poll> bool CpuDevice::run(Transport &transport, int64_t step, siz
       break;
     case plan::InstrKind::Recv:
       if constexpr (Poll) {
-        if (!transport.tryRecv(s.channel, s.data, s.bytes)) {
-          if (tracing_) waitingSince_ = begin;
-          return false;
-        }
+        if (!transport.tryRecv(s.channel, s.data, s.bytes)) return false;
       } else {
         transport.recv(s.channel, s.data, s.bytes);
       }
       stats_.bytesReceived += s.bytes;
       break;
     case plan::InstrKind::Collective:
-      if (!runCollective(transport, collectives_[s.kernel], collectiveCursor_, Poll, stats_)) {
-        if (tracing_) waitingSince_ = begin;
+      if (!runCollective(transport, collectives_[s.kernel], collectiveCursor_, Poll, stats_))
         return false;
-      }
       break;
     }
     if (tracing_) {
-      spans_.push_back({s.instr, begin, traceClockNs()});
-      waitingSince_ = -1;
+      uint64_t now = traceTicks();
+      spans_.push_back({s.instr, lastTick_, now});
+      lastTick_ = now;
     }
   }
   stats_.instructions += steps_.size();
   return true;
 }
 
-std::vector<InstrSpan> CpuDevice::takeSpans() {
-  std::vector<InstrSpan> out;
-  out.swap(spans_);
-  return out;
+void CpuDevice::setTracing(bool on) {
+  if (on && !tracing_) ticks_.start();
+  tracing_ = on;
+}
+
+void CpuDevice::takeSpans(std::vector<InstrSpan> &out) {
+  ticks_.calibrate();
+  for (const TickSpan &s : spans_) out.push_back({s.instr, ticks_.toNs(s.begin), ticks_.toNs(s.end)});
+  spans_.clear();
 }
 
 void CpuDevice::runStep(Transport &transport, int64_t step) {

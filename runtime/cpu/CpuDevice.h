@@ -32,8 +32,8 @@ public:
   bool canPause() const override { return true; }
   bool runUntilBlocked(Transport &transport, int64_t step, size_t &pc) override;
   DeviceStats stats() const override { return stats_; }
-  void setTracing(bool on) override { tracing_ = on; }
-  std::vector<InstrSpan> takeSpans() override;
+  void setTracing(bool on) override;
+  void takeSpans(std::vector<InstrSpan> &out) override;
 
   /// Address of buffer `id` in this device's memory (tests).
   void *bufferData(uint32_t id) const;
@@ -70,12 +70,17 @@ private:
   int64_t step_ = 0; ///< the running step's number (KernelInstance::step points here)
   std::vector<Step> steps_;
   DeviceStats stats_;
-  /// Tracing (mpc run --trace): the spans of this step so far, and the
-  /// begin of an instruction that is waiting (a receive or a collective in
-  /// runUntilBlocked), -1 when none.
+  /// Tracing (mpc run --trace): each instruction's end in ticks (one clock
+  /// read per instruction: an instruction begins where the one before it
+  /// ended, so a receive's span holds its wait), converted at takeSpans.
+  struct TickSpan {
+    uint32_t instr;
+    uint64_t begin, end;
+  };
   bool tracing_ = false;
-  std::vector<InstrSpan> spans_;
-  int64_t waitingSince_ = -1;
+  std::vector<TickSpan> spans_;
+  uint64_t lastTick_ = 0;
+  TraceTicks ticks_;
 };
 
 } // namespace mpc::runtime::cpu

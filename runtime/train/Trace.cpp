@@ -118,7 +118,7 @@ void Trace::alignClocks(job::ProcessGroup &group) {
   group.recvBytes(0, &offsetNs_, sizeof offsetNs_);
 }
 
-void Trace::add(int64_t step, uint32_t device, std::vector<InstrSpan> spans) {
+void Trace::add(int64_t step, uint32_t device, const std::vector<InstrSpan> &spans) {
   for (InstrSpan s : spans) {
     s.begin -= offsetNs_;
     s.end -= offsetNs_;

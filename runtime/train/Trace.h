@@ -45,7 +45,7 @@ public:
   void alignClocks(job::ProcessGroup &group);
 
   /// Adds device `device`'s spans of step `step` (1-based).
-  void add(int64_t step, uint32_t device, std::vector<InstrSpan> spans);
+  void add(int64_t step, uint32_t device, const std::vector<InstrSpan> &spans);
 
   /// Gathers every rank's spans on rank 0 (every rank calls it).
   void gather(job::ProcessGroup &group);

@@ -416,6 +416,7 @@ void Trainer::runSteps() {
 
   Progress progress(err_, first, total, opt_.progress && group_.rank() == lossRank_);
   ex.setNextStep(first + 1);
+  std::vector<InstrSpan> spans; // --trace: one step's of one device
   if (!opt_.trace.empty()) {
     trace_ = std::make_unique<Trace>(ex.plan());
     trace_->alignClocks(group_);
@@ -440,7 +441,11 @@ void Trainer::runSteps() {
     }
     setStep(pos, s + 1);
     if (trace_)
-      for (uint32_t d = 0; d < ex.plan().devices.size(); ++d) trace_->add(s + 1, d, ex.takeSpans(d));
+      for (uint32_t d = 0; d < ex.plan().devices.size(); ++d) {
+        spans.clear();
+        ex.takeSpans(d, spans);
+        trace_->add(s + 1, d, spans);
+      }
     for (Collected &c : outputs_) {
       if (!ex.hosts(*c.ref)) continue;
       size_t n = size_t(c.ref->numElements()) * 4;
