@@ -50,8 +50,7 @@ double kernelSeconds(const ir::Graph &graph, const plan::DeviceProgram &d, const
   if (const ir::Node *n = graph.find(in.node); n && n->isOp()) {
     std::vector<ir::TensorType> types;
     for (const ir::Node *x : n->inputs) types.push_back(x->type);
-    const ir::OpInfo &info = n->info();
-    flops = info.flops ? info.flops(types, n->type, n->attrs) : double(n->type.numElements());
+    flops = n->info().flopCount(types, n->type, n->attrs);
   }
   return flops / kFlopsPerSecond + bytes / kBytesPerSecond;
 }

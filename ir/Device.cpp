@@ -51,10 +51,11 @@ std::optional<std::vector<Device>> parseDeviceSet(const std::string &s) {
   return out;
 }
 
-std::string deviceSetName(const std::vector<Device> &devices) {
-  std::string s;
-  for (size_t i = 0; i < devices.size(); ++i) s += (i ? "+" : "") + devices[i].str();
-  return s;
+std::vector<std::string> deviceSetMembers(const std::string &s) {
+  std::vector<std::string> out;
+  if (auto set = parseDeviceSet(s))
+    for (const Device &d : *set) out.push_back(d.str());
+  return out;
 }
 
 bool isPlacedDevice(const std::string &s) {

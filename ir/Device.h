@@ -28,8 +28,9 @@ inline constexpr char kDeviceSetSeparator = '+';
 /// devices of one kind; nullopt otherwise.
 std::optional<std::vector<Device>> parseDeviceSet(const std::string &s);
 
-/// "cpu:0+cpu:1": the spelling of a device set.
-std::string deviceSetName(const std::vector<Device> &devices);
+/// The devices of device set `s` ("cpu:0", "cpu:1"), in order; empty when
+/// `s` is no device set (a single device, a group name).
+std::vector<std::string> deviceSetMembers(const std::string &s);
 
 /// A node's device after placement: concrete, or a device set.
 bool isPlacedDevice(const std::string &s);

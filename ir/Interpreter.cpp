@@ -42,15 +42,11 @@ RefTensor initialTensor(const Node &n, uint64_t seed) {
   }
   const Node::ShardOf &s = *n.shardOf;
   std::vector<float> whole = initialValues(init, s.shape, s.of, seed);
-  if (s.axis < 0) { // flat, zero-padded parts (ops/Shard.h)
-    ops::ElementRange r = ops::shardRange(int64_t(whole.size()), s.count, s.index);
-    for (int64_t i = r.begin; i < r.end; ++i) t.data[size_t(i - r.begin)] = double(whole[size_t(i)]);
-    return t;
-  }
-  ops::AxisBlocks b = ops::axisBlocks(s.shape.data(), s.shape.size(), int(s.axis), s.count);
-  for (int64_t o = 0; o < b.outer; ++o)
-    for (int64_t k = 0; k < b.inner; ++k)
-      t.data[size_t(o * b.inner + k)] = double(whole[size_t((o * s.count + s.index) * b.inner + k)]);
+  ops::forEachPartRun(s.shape.data(), s.shape.size(), int(s.axis), s.count, s.index,
+                      [&](int64_t w, int64_t p, int64_t count) {
+                        for (int64_t k = 0; k < count; ++k)
+                          t.data[size_t(p + k)] = double(whole[size_t(w + k)]);
+                      });
   return t;
 }
 

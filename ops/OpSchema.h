@@ -84,6 +84,12 @@ struct OpSchema {
   /// test/unit/runtime_cuda/CudaKernelTest.cpp) prove it on every op case.
   std::vector<int> inPlaceOperands;
 
+  /// Floating point operations of one execution: `flops`, or one per
+  /// result element without it (placement, --stats, traces).
+  double flopCount(std::span<const TensorType> operands, const TensorType &result,
+                   const AttrMap &attrs) const {
+    return flops ? flops(operands, result, attrs) : double(result.numElements());
+  }
   /// The most operands the op takes; kMaxVariadicArity for a variadic op.
   int maxArity() const { return variadic ? kMaxVariadicArity : int(operands.size()); }
   bool acceptsArity(int n) const { return n >= minArity && n <= maxArity(); }

@@ -56,4 +56,24 @@ constexpr AxisBlocks axisBlocks(const int64_t *shape, size_t rank, int axis, int
   return b;
 }
 
+/// Part `i` of `parts` of a tensor of shape `shape` (`rank` axes), as runs
+/// of consecutive elements in both the whole and the part: f(wholeOffset,
+/// partOffset, count) for each run, in order. `axis` -1 is ZeRO-1's flat
+/// layout (one run; the part's zero padding is not visited), else the equal
+/// parts along `axis` (a run per block, AxisBlocks). The one walk the plan's
+/// runtimes (plan::extractPart, joinPart) and the reference interpreter
+/// share.
+template <class F>
+void forEachPartRun(const int64_t *shape, size_t rank, int axis, int64_t parts, int64_t i, F &&f) {
+  if (axis < 0) {
+    int64_t n = 1;
+    for (size_t d = 0; d < rank; ++d) n *= shape[d];
+    ElementRange r = shardRange(n, parts, i);
+    if (r.size() > 0) f(r.begin, int64_t(0), r.size());
+    return;
+  }
+  const AxisBlocks b = axisBlocks(shape, rank, axis, parts);
+  for (int64_t o = 0; o < b.outer; ++o) f((o * parts + i) * b.inner, o * b.inner, b.inner);
+}
+
 } // namespace mpc::ops

@@ -170,11 +170,9 @@ ChainResult partitionChain(const ChainProblem &p) {
 namespace {
 
 double nodeFlops(const Node &n) {
-  const ir::OpInfo &info = n.info();
-  if (!info.flops) return double(n.type.numElements());
   std::vector<ir::TensorType> types;
   for (const Node *in : n.inputs) types.push_back(in->type);
-  return info.flops(types, n.type, n.attrs);
+  return n.info().flopCount(types, n.type, n.attrs);
 }
 
 std::string humanBytes(double b) {

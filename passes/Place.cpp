@@ -51,12 +51,8 @@ bool isConcrete(const std::string &d) { return ir::parseDevice(d).has_value(); }
 
 /// The concrete devices a group's target names: itself, or a device set's.
 std::vector<std::string> targetDevices(const std::string &d) {
-  if (auto set = ir::parseDeviceSet(d)) {
-    std::vector<std::string> out;
-    for (const ir::Device &m : *set) out.push_back(m.str());
-    return out;
-  }
-  return {d};
+  std::vector<std::string> members = ir::deviceSetMembers(d);
+  return members.empty() ? std::vector<std::string>{d} : members;
 }
 
 /// Where a diagnostic about `n`'s device points: "/nodes/3/device" or the

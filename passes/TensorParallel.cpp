@@ -71,28 +71,25 @@ using ir::Node;
 using ops::Layout;
 using ir::TensorType;
 
-/// The devices of a device set, or empty for a single device.
-std::vector<std::string> devicesOf(const std::string &device) {
-  std::vector<std::string> out;
-  if (auto set = ir::parseDeviceSet(device))
-    for (const ir::Device &d : *set) out.push_back(d.str());
-  return out;
-}
-
 class Expander {
 public:
   Expander(ir::Graph &g, PassContext &ctx) : g_(g), ctx_(ctx) {}
 
   bool run() {
     std::vector<Node *> order = g_.topoOrder();
+    // Each logical node's devices, parsed once (empty: one device).
+    sets_.resize(g_.idBound());
     bool any = false;
-    for (Node *n : order) any |= !devicesOf(n->device).empty();
+    for (Node *n : order) {
+      sets_[size_t(n->id)] = ir::deviceSetMembers(n->device);
+      any |= !sets_[size_t(n->id)].empty();
+    }
     if (!any) return false;
     members_.resize(g_.idBound());
     layout_.resize(g_.idBound());
     planWholeUses(order);
     for (Node *n : order) {
-      std::vector<std::string> devices = devicesOf(n->device);
+      const std::vector<std::string> &devices = sets_[size_t(n->id)];
       if (devices.empty()) {
         connectSingle(n);
         continue;
@@ -112,6 +109,8 @@ private:
   /// and its layout.
   std::vector<std::vector<Node *>> members_;
   std::vector<Layout> layout_;
+  /// By logical node id: the devices of its group (empty: one device).
+  std::vector<std::vector<std::string>> sets_;
   /// (logical node id, layout) -> the members of its redistribution.
   std::map<std::pair<int, std::string>, std::vector<Node *>> redistributed_;
   std::vector<const Node *> dead_;                   ///< logical nodes to erase
@@ -137,7 +136,10 @@ private:
     return n->shard ? Layout::s(int(*n->shard)) : Layout::r();
   }
 
-  static size_t groupSize(const Node *n) { return devicesOf(n->device).size(); }
+  /// The devices of logical node `n`'s group; 0 for one device.
+  size_t groupSize(const Node *n) const {
+    return size_t(n->id) < sets_.size() ? sets_[size_t(n->id)].size() : 0;
+  }
 
   /// The layout a rule is shown for operand `in` whose layout is `l`.
   Layout shown(const Node *in, Layout l) const {

@@ -173,22 +173,12 @@ struct TensorRef {
 /// ZeRO-1's padding.
 template <bool Join, class Whole, class Part>
 inline void movePart(const TensorRef &r, size_t i, Whole *whole, Part *part) {
-  const int64_t parts = int64_t(r.shards.size());
-  if (r.shardAxis < 0) {
-    ops::ElementRange range = ops::shardRange(r.numElements(), parts, int64_t(i));
-    if constexpr (!Join) std::memset(part, 0, size_t(r.shardElements()) * 4);
-    if (range.size() == 0) return;
-    if constexpr (Join) std::memcpy(whole + range.begin * 4, part, size_t(range.size()) * 4);
-    else std::memcpy(part, whole + range.begin * 4, size_t(range.size()) * 4);
-    return;
-  }
-  const ops::AxisBlocks b = ops::axisBlocks(r.shape.data(), r.shape.size(), r.shardAxis, parts);
-  const size_t row = size_t(b.inner) * 4;
-  for (int64_t o = 0; o < b.outer; ++o) {
-    const size_t w = size_t((o * parts + int64_t(i)) * b.inner) * 4, p = size_t(o) * row;
-    if constexpr (Join) std::memcpy(whole + w, part + p, row);
-    else std::memcpy(part + p, whole + w, row);
-  }
+  if constexpr (!Join) std::memset(part, 0, size_t(r.shardElements()) * 4);
+  ops::forEachPartRun(r.shape.data(), r.shape.size(), r.shardAxis, int64_t(r.shards.size()),
+                      int64_t(i), [&](int64_t w, int64_t p, int64_t n) {
+                        if constexpr (Join) std::memcpy(whole + w * 4, part + p * 4, size_t(n) * 4);
+                        else std::memcpy(part + p * 4, whole + w * 4, size_t(n) * 4);
+                      });
 }
 inline void extractPart(const TensorRef &r, size_t i, const uint8_t *whole, uint8_t *part) {
   movePart<false>(r, i, whole, part);

@@ -46,7 +46,8 @@ const char *category(plan::InstrKind k) {
   return "?";
 }
 
-/// A kernel's FLOPs by its op's cost rule, over its buffers' types.
+/// A kernel's FLOPs by its op's cost rule (OpSchema::flopCount), over its
+/// buffers' types.
 double flopsOf(const plan::DeviceProgram &d, const plan::Instr &in) {
   const ops::OpSchema *schema = ops::lookupSchema(in.op);
   if (!schema || in.output >= d.buffers.size()) return 0;
@@ -56,8 +57,7 @@ double flopsOf(const plan::DeviceProgram &d, const plan::Instr &in) {
     operands.push_back({d.buffers[b].dtype, d.buffers[b].shape});
   }
   ops::TensorType result{d.buffers[in.output].dtype, d.buffers[in.output].shape};
-  if (schema->flops) return schema->flops(operands, result, in.attrs);
-  return double(result.numElements());
+  return schema->flopCount(operands, result, in.attrs);
 }
 
 /// Per instruction of `d`: the arena bytes live while it runs (buffers
