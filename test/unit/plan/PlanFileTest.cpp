@@ -921,6 +921,16 @@ TEST(PlanFile, SplitTensorsRoundTrip) {
   EXPECT_EQ(plan::serializePlan(q), bytes);
 }
 
+TEST(PlanFile, SplitAxisBeyondTheShapeIsRejected) {
+  std::vector<uint8_t> f = plan::serializePlan(splitPlan());
+  json m = decodeMeta(f);
+  m["params"][0]["shard_axis"] = 2;
+  EXPECT_NE(parseError(withMeta(f, m)).find("/params/0/shard_axis: shard_axis 2 of 'w' is not an axis "
+                                           "of its shape"),
+            std::string::npos)
+      << parseError(withMeta(f, m));
+}
+
 TEST(PlanVerifier, ChecksSplitTensors) {
   const plan::Plan valid = splitPlan();
   ASSERT_TRUE(problemsOf(valid).empty());
