@@ -12,7 +12,7 @@
 //                         against one replica; the ideal is R, bounded by
 //                         the cores);
 //       allreduce_predicted_ms  the cost model's in-process price of the
-//                         step's gradient all-reduces (codegen/CollectiveCost.h);
+//                         step's gradient all-reduces (plan/CostModel.h);
 //       overhead_ms       this step time - the baseline's: what the
 //                         replicas cost beyond their own work (all-reduce
 //                         exposed, slicing and sending the rows, contention).
@@ -43,7 +43,7 @@
 #include "bench/BenchMain.h"
 #include "bench/BenchUtil.h"
 #include "bench/MlpModel.h"
-#include "codegen/CollectiveCost.h"
+#include "plan/CostModel.h"
 #include "codegen/Lower.h"
 #include "compiler/Compile.h"
 #include "runtime/Executor.h"
@@ -82,8 +82,8 @@ double predictedAllReduce(const plan::Plan &p) {
   for (uint32_t d = 0; d < p.devices.size(); ++d)
     for (const plan::Instr &in : p.devices[d].instrs)
       if (in.kind == plan::InstrKind::Collective && in.group.front() == d)
-        s += codegen::collectiveSeconds(p.devices[d], d, in,
-                                        codegen::CollectiveTransport::InProcess);
+        s += plan::collectiveSeconds(p.devices[d], d, in,
+                                        plan::CollectiveTransport::InProcess);
   return s;
 }
 
@@ -142,7 +142,7 @@ void HiddenAllReduce(benchmark::State &state) {
   auto graph = compiler::compileGraph(
       mlpModelJson(kHiddenRowsPerReplica * 2, kWidth, kLayers, 2, kSgd), options);
   plan::Plan p = compiler::lower(*graph, {});
-  const double predicted = codegen::predictCollectiveOverlap(*graph, p).hiddenShare;
+  const double predicted = codegen::predictCollectiveOverlap(p).hiddenShare;
   for (const plan::DeviceProgram &d : p.devices)
     for (const plan::Instr &in : d.instrs)
       if (in.kind == plan::InstrKind::Collective && in.op != "all_reduce")

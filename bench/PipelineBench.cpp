@@ -80,7 +80,7 @@ void PipelinedMlpStep(benchmark::State &state) {
   double unpipelined = secondsPerStep(flat, 1.0);
 
   Compiled c = compile(json, m, "1f1b");
-  codegen::PipelineCost cost = codegen::predictPipelineCost(*c.graph, c.plan);
+  codegen::PipelineCost cost = codegen::predictPipelineCost(c.plan);
   runtime::Executor ex(std::move(c.plan));
   fillInputs(ex);
   double perStep = bench::timedSteps(state, ex);
@@ -109,7 +109,7 @@ void Schedules(benchmark::State &state) {
   std::vector<double> predicted, best(schedules.size(), 1e30);
   for (const std::string &s : schedules) {
     Compiled c = compile(json, m, s);
-    predicted.push_back(codegen::predictPipelineCost(*c.graph, c.plan).predictedBubble);
+    predicted.push_back(codegen::predictPipelineCost(c.plan).predictedBubble);
     runs.push_back(std::make_unique<runtime::Executor>(std::move(c.plan)));
     fillInputs(*runs.back());
   }

@@ -43,16 +43,16 @@ void printRecomputeStats(const plan::Plan &with, const plan::Plan &without, std:
 
 /// A pipelined plan's bubble (idle share of device time): predicted by
 /// running its instruction lists on a cost model (FLOPs and bytes per
-/// instruction, codegen/PipelineCost.cpp), and the schedule's analytic bound.
+/// instruction, plan/StepSimulation.h), and the schedule's analytic bound.
 struct PipelineCost {
   double makespan = 0;        ///< seconds of one step, on the cost model
   double predictedBubble = 0; ///< 1 - busy device time / (devices * makespan)
   double analyticBubble = 0;  ///< (p-1)/(M+p-1); (p-1)/(v*M+p-1) interleaved; zb-h1 (p-1)/(3M+p-1); zb-h2 0
   size_t stageDevices = 0;    ///< p: the devices that hold stages
 };
-PipelineCost predictPipelineCost(const ir::Graph &graph, const plan::Plan &plan);
+PipelineCost predictPipelineCost(const plan::Plan &plan);
 /// `mpc compile --stats` for a pipelined plan: schedule, M, stages, bubbles.
-void printPipelineStats(const ir::Graph &graph, const plan::Plan &plan, std::ostream &os);
+void printPipelineStats(const plan::Plan &plan, std::ostream &os);
 
 /// How much of a step's collective time the cost model expects the rest of
 /// the step to hide (codegen/PipelineCost.cpp): the step with collectives
@@ -63,8 +63,8 @@ struct CollectiveOverlap {
   double hiddenShare = 0;       ///< 1 - exposed / collective seconds
   double makespan = 0;          ///< the step, collectives priced
 };
-CollectiveOverlap predictCollectiveOverlap(const ir::Graph &graph, const plan::Plan &plan);
+CollectiveOverlap predictCollectiveOverlap(const plan::Plan &plan);
 /// `mpc compile --stats` for a plan with collectives: the line above.
-void printCollectiveOverlap(const ir::Graph &graph, const plan::Plan &plan, std::ostream &os);
+void printCollectiveOverlap(const plan::Plan &plan, std::ostream &os);
 
 } // namespace mpc::codegen

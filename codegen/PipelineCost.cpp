@@ -15,20 +15,13 @@
 //     pipelined replica's earlier stages still in backward), not its own
 //     device's.
 //
-// The cost model: a kernel takes flops/F + bytes/B seconds (its op's FLOP
-// count from the op table; the bytes of its operands and result), a transfer
-// bytes/B + a fixed latency, with F = 10 GFLOP/s and B = 10 GB/s per device,
-// and a collective starts when its last member comes to it and takes what
-// codegen/CollectiveCost.h prices (the in-process transport on CPUs, NCCL
-// on GPUs).
-// Only ratios matter for a bubble fraction; the constants keep compute- and
-// memory-bound kernels in proportion on a CPU core.
+// Both come from one step on the cost model (plan/StepSimulation.h, whose
+// prices plan/CostModel.h states). Only ratios matter for a bubble fraction.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Lower.h"
 
-#include "codegen/CollectiveCost.h"
-#include "ir/OpInfo.h"
+#include "plan/StepSimulation.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -37,92 +30,10 @@
 
 namespace mpc::codegen {
 
-namespace {
 
-constexpr double kFlopsPerSecond = 1e10;
-constexpr double kBytesPerSecond = 1e10;
-constexpr double kTransferLatency = 5e-6;
-
-double kernelSeconds(const ir::Graph &graph, const plan::DeviceProgram &d, const plan::Instr &in) {
-  double bytes = double(d.buffers.at(in.output).bytes);
-  for (uint32_t b : in.inputs) bytes += double(d.buffers.at(b).bytes);
-  double flops = 0;
-  if (const ir::Node *n = graph.find(in.node); n && n->isOp()) {
-    std::vector<ir::TensorType> types;
-    for (const ir::Node *x : n->inputs) types.push_back(x->type);
-    flops = n->info().flopCount(types, n->type, n->attrs);
-  }
-  return flops / kFlopsPerSecond + bytes / kBytesPerSecond;
-}
-
-/// One step on the cost model; `priceCollectives` false makes every
-/// collective free (it still waits for its last member).
-struct StepSimulation {
-  double makespan = 0;
-  std::vector<double> busy;  ///< kernel seconds per device
-  double collectiveSeconds = 0; ///< each collective once, at its price
-};
-
-StepSimulation simulateStep(const ir::Graph &graph, const plan::Plan &plan, bool priceCollectives) {
+PipelineCost predictPipelineCost(const plan::Plan &plan) {
   const size_t nd = plan.devices.size();
-  std::vector<size_t> pc(nd, 0);
-  std::vector<double> clock(nd, 0), busy(nd, 0);
-  std::map<uint32_t, double> arrival;
-  double collectiveTotal = 0;
-  // Collectives: when each member came, and when the collective ends.
-  std::map<uint32_t, std::vector<double>> arrivals;
-  std::set<std::pair<uint32_t, size_t>> arrived;
-  std::map<uint32_t, double> finished;
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (size_t d = 0; d < nd; ++d) {
-      const plan::DeviceProgram &dev = plan.devices[d];
-      for (; pc[d] < dev.instrs.size(); ++pc[d], progress = true) {
-        const plan::Instr &in = dev.instrs[pc[d]];
-        if (in.kind == plan::InstrKind::Kernel) {
-          double s = kernelSeconds(graph, dev, in);
-          clock[d] += s;
-          busy[d] += s;
-        } else if (in.kind == plan::InstrKind::Collective) {
-          // A meeting: it ends the cost of the collective after its last
-          // member comes (codegen/CollectiveCost.h; GPU groups on NCCL).
-          auto done = finished.find(in.channel);
-          if (done == finished.end()) {
-            std::vector<double> &at = arrivals[in.channel];
-            if (arrived.insert({in.channel, d}).second) at.push_back(clock[d]);
-            if (at.size() < in.group.size()) break;
-            bool gpu = dev.device.rfind("gpu:", 0) == 0;
-            double s = collectiveSeconds(dev, uint32_t(d), in,
-                                         gpu ? CollectiveTransport::Nccl
-                                             : CollectiveTransport::InProcess);
-            collectiveTotal += s;
-            if (!priceCollectives) s = 0;
-            done = finished.emplace(in.channel, *std::max_element(at.begin(), at.end()) + s).first;
-          }
-          clock[d] = std::max(clock[d], done->second);
-        } else if (in.kind == plan::InstrKind::Send) {
-          double bytes = double(dev.buffers.at(in.inputs.at(0)).bytes);
-          arrival[in.channel] = clock[d] + kTransferLatency + bytes / kBytesPerSecond;
-        } else {
-          auto it = arrival.find(in.channel);
-          if (it == arrival.end()) break;
-          clock[d] = std::max(clock[d], it->second);
-        }
-      }
-    }
-  }
-  StepSimulation sim;
-  sim.makespan = *std::max_element(clock.begin(), clock.end());
-  sim.busy = std::move(busy);
-  sim.collectiveSeconds = collectiveTotal;
-  return sim;
-}
-
-} // namespace
-
-PipelineCost predictPipelineCost(const ir::Graph &graph, const plan::Plan &plan) {
-  const size_t nd = plan.devices.size();
-  StepSimulation sim = simulateStep(graph, plan, true);
+  plan::SimulatedStep sim = plan::simulateStep(plan);
   std::vector<double> &busy = sim.busy;
   PipelineCost c;
   c.makespan = sim.makespan;
@@ -145,9 +56,9 @@ PipelineCost predictPipelineCost(const ir::Graph &graph, const plan::Plan &plan)
   return c;
 }
 
-void printPipelineStats(const ir::Graph &graph, const plan::Plan &plan, std::ostream &os) {
+void printPipelineStats(const plan::Plan &plan, std::ostream &os) {
   if (plan.pipeline.microbatches <= 1) return;
-  PipelineCost c = predictPipelineCost(graph, plan);
+  PipelineCost c = predictPipelineCost(plan);
   char buf[256];
   std::snprintf(buf, sizeof buf,
                 "pipeline: %s, %lld micro-batches, %zu stages on %zu devices; bubble %.1f%% "
@@ -159,9 +70,11 @@ void printPipelineStats(const ir::Graph &graph, const plan::Plan &plan, std::ost
 }
 
 
-CollectiveOverlap predictCollectiveOverlap(const ir::Graph &graph, const plan::Plan &plan) {
-  StepSimulation priced = simulateStep(graph, plan, true);
-  StepSimulation free = simulateStep(graph, plan, false);
+CollectiveOverlap predictCollectiveOverlap(const plan::Plan &plan) {
+  plan::SimulatedStep priced = plan::simulateStep(plan);
+  plan::SimulationOptions freeCollectives;
+  freeCollectives.priceCollectives = false;
+  plan::SimulatedStep free = plan::simulateStep(plan, freeCollectives);
   CollectiveOverlap o;
   o.collectiveSeconds = priced.collectiveSeconds;
   o.makespan = priced.makespan;
@@ -170,8 +83,8 @@ CollectiveOverlap predictCollectiveOverlap(const ir::Graph &graph, const plan::P
   return o;
 }
 
-void printCollectiveOverlap(const ir::Graph &graph, const plan::Plan &plan, std::ostream &os) {
-  CollectiveOverlap o = predictCollectiveOverlap(graph, plan);
+void printCollectiveOverlap(const plan::Plan &plan, std::ostream &os) {
+  CollectiveOverlap o = predictCollectiveOverlap(plan);
   if (o.collectiveSeconds <= 0) return;
   char buf[256];
   std::snprintf(buf, sizeof buf,

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/Lower.h"
 
-#include "codegen/CollectiveCost.h"
+#include "plan/CostModel.h"
 #include "support/StringUtil.h"
 
 #include <cstdio>
@@ -58,8 +58,8 @@ void printPlanStats(const plan::Plan &plan, std::ostream &os) {
         auto &t = collectiveTotals[{in.op, group}];
         ++t.count;
         t.bytes += d.buffers.at(in.inputs.at(0)).bytes;
-        t.inProcess += collectiveSeconds(d, in.group[0], in, CollectiveTransport::InProcess);
-        t.mpi += collectiveSeconds(d, in.group[0], in, CollectiveTransport::Mpi);
+        t.inProcess += plan::collectiveSeconds(d, in.group[0], in, plan::CollectiveTransport::InProcess);
+        t.mpi += plan::collectiveSeconds(d, in.group[0], in, plan::CollectiveTransport::Mpi);
         break;
       }
       }

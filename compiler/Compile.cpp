@@ -118,7 +118,7 @@ MicrobatchChoice chooseMicrobatches(const ir::Graph &model, const CompileOptions
       std::unique_ptr<ir::Graph> g = model.clone();
       runPasses(*g, quiet);
       plan::Plan p = lower(*g, quiet);
-      double seconds = codegen::predictPipelineCost(*g, p).makespan;
+      double seconds = codegen::predictPipelineCost(p).makespan;
       choice.predicted.emplace_back(m, seconds);
       if (choice.predicted.size() == 1 || seconds < bestSeconds) {
         choice.best = m;

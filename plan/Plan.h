@@ -66,6 +66,18 @@ enum class InstrKind : uint8_t {
   Collective = 3,
 };
 
+/// "kernel", "send", "recv", "collective": the kind's name in the JSON
+/// dump and in traces.
+constexpr const char *instrKindName(InstrKind k) {
+  switch (k) {
+  case InstrKind::Kernel: return "kernel";
+  case InstrKind::Send: return "send";
+  case InstrKind::Recv: return "recv";
+  case InstrKind::Collective: return "collective";
+  }
+  return "?";
+}
+
 /// The pipeline schedule action an instruction belongs to (pipelined plans
 /// only; docs/pipelining.md). Informational: runtimes execute instructions in
 /// list order and ignore it; `mpc dump --schedule` draws the grid from it.

@@ -30,16 +30,6 @@ namespace {
 
 const char *regionName(Region r) { return r == Region::Arena ? "arena" : "persistent"; }
 
-const char *kindName(InstrKind k) {
-  switch (k) {
-  case InstrKind::Kernel: return "kernel";
-  case InstrKind::Send: return "send";
-  case InstrKind::Recv: return "recv";
-  case InstrKind::Collective: return "collective";
-  }
-  return "?";
-}
-
 void writeAttr(CborWriter &w, const AttrValue &v) {
   std::visit(
       [&w](const auto &x) {
@@ -84,7 +74,7 @@ void writeInstr(CborWriter &w, const Instr &in) {
     w.writeInt(in.action.microbatch);
   }
   auto kindAndNode = [&] {
-    w.key("kind").writeString(kindName(in.kind));
+    w.key("kind").writeString(instrKindName(in.kind));
     w.key("node").writeString(in.node);
   };
   switch (in.kind) {

@@ -96,8 +96,7 @@ int64_t traceClockNs();
 /// The cheap clock a traced device reads per instruction: the CPU's
 /// time-stamp counter on x86-64 (a few nanoseconds to read, against tens
 /// for the steady clock), else the steady clock itself. TraceTicks turns
-/// ticks into traceClockNs() time by the rate measured between two
-/// readings of both.
+/// ticks into traceClockNs() time.
 inline uint64_t traceTicks() {
 #if defined(__x86_64__)
   return __builtin_ia32_rdtsc();
@@ -106,23 +105,48 @@ inline uint64_t traceTicks() {
 #endif
 }
 
+/// Ticks to steady-clock nanoseconds by anchors: pairs of readings of both
+/// clocks, one when tracing starts and one each time spans are taken. The
+/// ticks recorded between two anchors convert on the line through them, so
+/// the map is continuous and increasing across steps (a device's slices
+/// never overlap), and its error is an anchor's, not a rate's error times
+/// the run's length: no drift between devices over a long run. An anchor
+/// reads the ticks on both sides of the clock and keeps the tightest of a
+/// few tries, so a preemption between the reads does not skew it.
 struct TraceTicks {
-  uint64_t tick0 = 0;
-  int64_t ns0 = 0;
-  double nsPerTick = 1.0;
-  /// Starts the measurement.
-  void start() {
-    tick0 = traceTicks();
-    ns0 = traceClockNs();
+  struct Anchor {
+    uint64_t tick = 0;
+    int64_t ns = 0;
+  };
+  Anchor from, to;
+
+  static Anchor read() {
+    Anchor best;
+    uint64_t width = UINT64_MAX;
+    for (int k = 0; k < 4; ++k) {
+      uint64_t t0 = traceTicks();
+      int64_t ns = traceClockNs();
+      uint64_t t1 = traceTicks();
+      if (t1 - t0 < width) {
+        width = t1 - t0;
+        best = {t0 + (t1 - t0) / 2, ns};
+      }
+    }
+    return best;
   }
-  /// Measures the rate since start() (kept when too little time passed).
-  void calibrate() {
-    uint64_t t = traceTicks();
-    int64_t ns = traceClockNs();
-    if (t > tick0 + 1000000 && ns > ns0) nsPerTick = double(ns - ns0) / double(t - tick0);
+  /// Tracing starts: the first anchor.
+  void start() { from = to = read(); }
+  /// Spans are taken: a new anchor, after every tick recorded since the
+  /// last one; toNs converts between the two.
+  void advance() {
+    from = to;
+    to = read();
   }
   int64_t toNs(uint64_t tick) const {
-    return ns0 + int64_t(double(int64_t(tick - tick0)) * nsPerTick);
+    double rate = to.tick > from.tick && to.ns > from.ns
+                      ? double(to.ns - from.ns) / double(to.tick - from.tick)
+                      : 1.0;
+    return from.ns + int64_t(double(int64_t(tick - from.tick)) * rate);
   }
 };
 

@@ -233,7 +233,7 @@ void CpuDevice::setTracing(bool on) {
 }
 
 void CpuDevice::takeSpans(std::vector<InstrSpan> &out) {
-  ticks_.calibrate();
+  ticks_.advance();
   for (const TickSpan &s : spans_) out.push_back({s.instr, ticks_.toNs(s.begin), ticks_.toNs(s.end)});
   spans_.clear();
 }

@@ -65,6 +65,8 @@ CudaBackend::~CudaBackend() {
     if (p) cudaFreeHost(p);
   for (cudaEvent_t e : uploadEvents_)
     if (e) cudaEventDestroy(e);
+  for (cudaEvent_t e : traceEvents_) cudaEventDestroy(e);
+  if (traceRef_) cudaEventDestroy(traceRef_);
   if (timeStart_) cudaEventDestroy(timeStart_);
   if (timeEnd_) cudaEventDestroy(timeEnd_);
   if (cublas_) cublasDestroy(cublas_);
@@ -323,6 +325,7 @@ void CudaBackend::runStep(Transport &transport, int64_t step) {
   auto *ct = dynamic_cast<CudaTransport *>(&transport);
   bool timed = info_ && info_->timing;
   if (timed) cudaCheck(cudaEventRecord(timeStart_, stream_), "cudaEventRecord");
+  if (tracing_) cudaCheck(cudaEventRecord(traceEvents_[0], stream_), "cudaEventRecord");
   for (size_t i = 0; i < actions_.size(); ++i) {
     Action &a = actions_[i];
     switch (a.kind) {
@@ -378,9 +381,47 @@ void CudaBackend::runStep(Transport &transport, int64_t step) {
     }
     }
     ++stats_.instructions;
+    if (tracing_) cudaCheck(cudaEventRecord(traceEvents_[i + 1], stream_), "cudaEventRecord");
   }
   if (timed) cudaCheck(cudaEventRecord(timeEnd_, stream_), "cudaEventRecord");
   timedSteps_ = timed;
+  traced_ = tracing_;
+}
+
+void CudaBackend::setTracing(bool on) {
+  if (on && !traceRef_) {
+    cudaCheck(cudaSetDevice(gpu_), "cudaSetDevice");
+    cudaCheck(cudaEventCreate(&traceRef_), "cudaEventCreate");
+    traceEvents_.assign(actions_.size() + 1, nullptr);
+    for (cudaEvent_t &e : traceEvents_) cudaCheck(cudaEventCreate(&e), "cudaEventCreate");
+    synchronize();
+    cudaCheck(cudaEventRecord(traceRef_, stream_), "cudaEventRecord");
+    cudaCheck(cudaEventSynchronize(traceRef_), "cudaEventSynchronize");
+    traceRefNs_ = traceClockNs();
+  }
+  tracing_ = on && traceRef_;
+}
+
+void CudaBackend::takeSpans(std::vector<InstrSpan> &out) {
+  if (!traced_) return;
+  traced_ = false;
+  cudaCheck(cudaSetDevice(gpu_), "cudaSetDevice");
+  cudaCheck(cudaEventSynchronize(traceEvents_.back()), "cudaEventSynchronize");
+  // cudaEventElapsedTime gives float milliseconds: the step's start
+  // against the reference (coarse after hours: ~0.1 ms), each instruction
+  // against the step's start (fine: within a step).
+  auto elapsedMs = [](cudaEvent_t from, cudaEvent_t to) {
+    float ms = 0;
+    cudaCheck(cudaEventElapsedTime(&ms, from, to), "cudaEventElapsedTime");
+    return double(ms);
+  };
+  const int64_t start = traceRefNs_ + int64_t(elapsedMs(traceRef_, traceEvents_[0]) * 1e6);
+  int64_t begin = start;
+  for (size_t i = 0; i < actions_.size(); ++i) {
+    int64_t end = start + int64_t(elapsedMs(traceEvents_[0], traceEvents_[i + 1]) * 1e6);
+    out.push_back({uint32_t(i), begin, std::max(begin, end)});
+    begin = end;
+  }
 }
 
 } // namespace mpc::runtime::cuda

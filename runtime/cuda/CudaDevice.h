@@ -40,6 +40,14 @@ public:
   void download(uint32_t buffer, void *dst, size_t bytes) override;
   void runStep(Transport &transport, int64_t step) override;
   DeviceStats stats() const override { return stats_; }
+  /// Tracing on a GPU: an event is recorded on the stream at the step's
+  /// start and after every instruction, so instruction i's span runs from
+  /// the event before it to its own, in the stream's time (the GPU's, not
+  /// the host's enqueueing). takeSpans waits for the step's last event and
+  /// converts: a reference event, recorded once on an idle stream when
+  /// tracing starts, is paired with the host's clock then.
+  void setTracing(bool on) override;
+  void takeSpans(std::vector<InstrSpan> &out) override;
 
   int physicalGpu() const { return gpu_; }
   cudaStream_t stream() const { return stream_; }
@@ -98,6 +106,11 @@ private:
   std::vector<uint8_t> uploadCount_;
   cudaEvent_t timeStart_ = nullptr, timeEnd_ = nullptr;
   bool timedSteps_ = false;
+  bool tracing_ = false;
+  bool traced_ = false;                  ///< the last step recorded traceEvents_
+  cudaEvent_t traceRef_ = nullptr;       ///< paired with traceRefNs_
+  int64_t traceRefNs_ = 0;
+  std::vector<cudaEvent_t> traceEvents_; ///< [0] the step's start, [i + 1] after instruction i
   DeviceStats stats_;
 };
 

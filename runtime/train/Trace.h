@@ -1,28 +1,16 @@
 //===- runtime/train/Trace.h - a run as Chrome trace-event JSON -----------===//
 //
-// `mpc run --trace FILE.json` records every instruction of every step and
-// writes the Chrome trace-event format, which Perfetto (ui.perfetto.dev) and
-// chrome://tracing open (docs/profiling.md):
-//   * one process per device ("cpu:0"), named and ordered by metadata
-//     events, one thread ("instructions") in it: a device runs its
-//     instructions one after another, so its slices never overlap;
-//   * one complete event ("ph": "X") per executed instruction, named by its
-//     op and node ("matmul %h1", "send %z0 -> cpu:1"), with args bytes,
-//     flops (kernels), step, and in a pipelined plan the micro-batch and the
-//     schedule action ("F3", "B3", "W3", "U");
-//   * a flow from each send to its receive, and from a collective's first
-//     member to each other member, in the same step;
-//   * an instant event at the start of each step, and a counter track per
-//     device of the arena bytes live at each instruction (the memory plan's
-//     buffers between their first write and last read in the step).
-// Times are microseconds from the first recorded instruction. Under mpirun,
-// rank 0 gathers every rank's spans and writes the one file; ranks' clocks
-// are aligned as Trace::alignClocks says.
+// `mpc run --trace FILE.json` and `mpc run --profile` record every
+// instruction of every step. Trace keeps the spans, aligns the ranks' clocks
+// and gathers every rank's spans on rank 0, which writes them in the layout
+// of plan/TraceEvents.h (docs/profiling.md) or sums them into the profile
+// (runtime/train/Profile.h).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "plan/Plan.h"
+#include "plan/TraceEvents.h"
 #include "runtime/Backend.h"
 #include "runtime/job/ProcessGroup.h"
 
@@ -53,14 +41,12 @@ public:
   /// The trace-event JSON of what was added (on rank 0 after gather()).
   std::string json() const;
 
+  /// What was added, in steady-clock ns aligned to rank 0's clock.
+  const std::vector<plan::TraceSpan> &spans() const { return spans_; }
+
 private:
-  struct Recorded {
-    int64_t step = 0;
-    uint32_t device = 0;
-    InstrSpan span;
-  };
   const plan::Plan &plan_;
-  std::vector<Recorded> spans_;
+  std::vector<plan::TraceSpan> spans_;
   int64_t offsetNs_ = 0; ///< this rank's clock minus rank 0's
 };
 

@@ -5,6 +5,7 @@
 #include "runtime/job/Agreement.h"
 #include "runtime/job/Gather.h"
 #include "runtime/job/RankMap.h"
+#include "runtime/train/Profile.h"
 #include "runtime/train/Resume.h"
 #include "support/Error.h"
 #include "support/FileIO.h"
@@ -178,6 +179,9 @@ void Trainer::agree(const plan::Plan &p) {
       {"--print-params", opt_.printParams ? "on" : "off"},
       {"--allow-nonfinite", opt_.allowNonfinite ? "on" : "off"},
       {"--rank-map", opt_.rankMap},
+      // Both record every rank's spans and gather them on rank 0.
+      {"--trace", opt_.trace.empty() ? "off" : "on"},
+      {"--profile", opt_.profile ? "on" : "off"},
   };
   for (const auto &kv : opt_.agreeAlso) r.push_back(kv);
   job::checkAgreement(group_, r);
@@ -416,8 +420,8 @@ void Trainer::runSteps() {
 
   Progress progress(err_, first, total, opt_.progress && group_.rank() == lossRank_);
   ex.setNextStep(first + 1);
-  std::vector<InstrSpan> spans; // --trace: one step's of one device
-  if (!opt_.trace.empty()) {
+  std::vector<InstrSpan> spans; // --trace, --profile: one step's of one device
+  if (!opt_.trace.empty() || opt_.profile) {
     trace_ = std::make_unique<Trace>(ex.plan());
     trace_->alignClocks(group_);
     ex.setTracing(true);
@@ -507,7 +511,10 @@ void Trainer::finish() {
   if (trace_) {
     ex.setTracing(false);
     trace_->gather(group_);
-    if (group_.rank() == 0) writeFileAtomic(opt_.trace, trace_->json());
+    if (group_.rank() == 0 && !opt_.trace.empty()) writeFileAtomic(opt_.trace, trace_->json());
+    if (group_.rank() == 0 && opt_.profile)
+      printProfile(ex.plan(), trace_->spans(), group_.size() > 1 ? placement_.rankOf : std::vector<int>{},
+                   out_);
   }
 }
 

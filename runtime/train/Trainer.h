@@ -56,6 +56,9 @@ struct TrainOptions {
   /// --trace FILE.json: every instruction of every step as Chrome trace-event
   /// JSON (runtime/train/Trace.h), written by rank 0 at the end.
   std::string trace;
+  /// --profile: print per device where each step's time went, next to the
+  /// cost model's prediction (runtime/train/Profile.h), on rank 0 at the end.
+  bool profile = false;
   int64_t saveEvery = 0;
   int64_t logEvery = 100;
   std::string rankMap; ///< --rank-map; empty: contiguous blocks
@@ -142,7 +145,7 @@ private:
   int lossRank_ = 0;
   io::CheckpointInfo info_;
   std::unique_ptr<io::Checkpoint> resumeFrom_;
-  std::unique_ptr<Trace> trace_; ///< --trace
+  std::unique_ptr<Trace> trace_; ///< --trace or --profile
 };
 
 /// The position after `step` steps of `pos.batchesPerEpoch` each.

@@ -3,9 +3,11 @@
 // Runs the compiler (compiler/Compile.h): the default training pipeline
 // (passes/Pipelines.cpp) or --passes, then lowers the graph to an execution
 // plan and writes plan.bin. With --emit=ir, --emit=json or --emit=dot (a
-// Graphviz picture) it writes the IR instead. The output is checked before the model is read (it must be a
-// writable regular file, not the model) and written atomically: a failing
-// compile leaves no file behind. The flags are in Flags.h.
+// Graphviz picture) it writes the IR instead; --trace-predicted also writes
+// the cost model's timeline of a step (plan/TraceEvents.h). The outputs are
+// checked before the model is read (each a writable regular file, not the
+// model) and written atomically: a failing compile leaves no file behind.
+// The flags are in Flags.h.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Lower.h"
@@ -14,6 +16,7 @@
 #include "ir/JsonWriter.h"
 #include "ir/Printer.h"
 #include "plan/PlanIO.h"
+#include "plan/TraceEvents.h"
 #include "support/FileIO.h"
 #include "tools/mpc/BuryPointer.h"
 #include "tools/mpc/Commands.h"
@@ -35,7 +38,12 @@ void addCompileCommand(CLI::App &app) {
     std::optional<uint64_t> budget;
     if (!args->activationBudget.empty())
       budget = uint64_t(parseByteSize(args->activationBudget, "--activation-budget"));
+    if (!args->tracePredicted.empty() && args->emit != "plan")
+      throw UserError("", "--trace-predicted",
+                      "draws the plan's step, and --emit=" + args->emit +
+                          " writes no plan: drop one of them");
     std::vector<OutputTarget> targets = {{"-o", args->output}};
+    if (!args->tracePredicted.empty()) targets.push_back({"--trace-predicted", args->tracePredicted});
     for (const OutputTarget &t : args->common.outputTargets()) targets.push_back(t);
     checkOutputTargets(targets, {args->model});
     std::unique_ptr<ir::Graph> graph;
@@ -79,8 +87,8 @@ void addCompileCommand(CLI::App &app) {
     if (!p) p = std::make_unique<plan::Plan>(compiler::lower(*graph, options));
     if (args->common.stats) {
       codegen::printPlanStats(*p, std::cerr);
-      codegen::printPipelineStats(*graph, *p, std::cerr);
-      codegen::printCollectiveOverlap(*graph, *p, std::cerr);
+      codegen::printPipelineStats(*p, std::cerr);
+      codegen::printCollectiveOverlap(*p, std::cerr);
       bool recomputes = options.passes.recompute && *options.passes.recompute != "none";
       for (const auto &[device, level] : options.passes.recomputeOn) {
         std::cerr << "recompute: device " << device << ": " << level
@@ -100,6 +108,8 @@ void addCompileCommand(CLI::App &app) {
       }
     }
     plan::writePlanFile(args->output, *p);
+    if (!args->tracePredicted.empty())
+      writeFileAtomic(args->tracePredicted, plan::predictedTraceEventJson(*p));
     // The process ends here: leave the memory to the operating system.
     buryPointer(std::move(graph));
     buryPointer(std::move(p));

@@ -79,8 +79,12 @@ CLI::App *addRunFlags(CLI::App &app, RunArgs &args) {
   cmd->add_option("--trace", args.train.trace,
                   "FILE.json: write every instruction of every step as Chrome trace-event JSON "
                   "(open it in Perfetto, ui.perfetto.dev, or chrome://tracing): a process per "
-                  "device, flows from sends to receives, arena bytes; CPU devices (docs/"
-                  "profiling.md)");
+                  "device, flows from sends to receives, arena bytes (docs/profiling.md)");
+  cmd->add_flag("--profile", args.train.profile,
+                "At the end, print per device where a step's time went (busy, idle: the "
+                "bubble, blocked in receives and collectives, bytes sent, the top ops with "
+                "their GFLOP/s), each figure beside the cost model's prediction and the ratio "
+                "(docs/profiling.md)");
   cmd->add_option("--log-every", args.train.logEvery,
                   "Print 'step N loss L' every K steps and at the last step (default 100)")
       ->transform(positiveInteger());
@@ -146,6 +150,10 @@ CLI::App *addCompileFlags(CLI::App &app, CompileArgs &args) {
                   "Recompute activations, device by device (selective, then full), until each "
                   "device's arena peak fits this size, e.g. 64MiB; an error names the device "
                   "when full recomputation does not fit (docs/pipelining.md)");
+  cmd->add_option("--trace-predicted", args.tracePredicted,
+                  "FILE.json: also write the cost model's timeline of one step as Chrome "
+                  "trace-event JSON, in the layout of `mpc run --trace`, to open side by side "
+                  "in Perfetto (docs/profiling.md); needs --emit=plan");
   args.common.addTo(*cmd);
   return cmd;
 }

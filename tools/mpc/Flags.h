@@ -50,6 +50,7 @@ struct CompileArgs {
   uint64_t seed = 0;
   bool noInPlace = false;
   std::string activationBudget; ///< "": none
+  std::string tracePredicted;   ///< --trace-predicted FILE.json; "": none
   CommonOptions common;
 };
 

@@ -222,3 +222,37 @@ TEST(Executor, DeadlockingPlanRejectedAtLoad) {
 
 } // namespace
 } // namespace mpc::runtime
+
+namespace mpc::runtime {
+namespace {
+
+// Traced spans convert ticks on the line through two anchors: continuous and
+// increasing across takes (a device's slices never overlap between steps),
+// and near the steady clock at every anchor, however long the run.
+TEST(TraceTicks, ConversionIsIncreasingAcrossAnchorsAndMatchesTheClock) {
+  TraceTicks ticks;
+  ticks.start();
+  int64_t lastNs = INT64_MIN;
+  for (int take = 0; take < 20; ++take) {
+    std::vector<uint64_t> recorded;
+    for (int i = 0; i < 50; ++i) {
+      recorded.push_back(traceTicks());
+      // Some time between readings, more in some takes than in others.
+      int64_t until = traceClockNs() + 2000 * (take % 3 + 1);
+      while (traceClockNs() < until) {
+      }
+    }
+    ticks.advance();
+    int64_t now = traceClockNs();
+    for (uint64_t t : recorded) {
+      int64_t ns = ticks.toNs(t);
+      EXPECT_GE(ns, lastNs) << "take " << take;
+      lastNs = ns;
+    }
+    // The last tick recorded converts to a time before the anchor's read.
+    EXPECT_LE(lastNs, now + 1000) << "take " << take;
+  }
+}
+
+} // namespace
+} // namespace mpc::runtime
