@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PNG screenshot of a Chrome trace-event JSON file (e.g. `mpc run --trace`).
+"""PNG screenshot of a Chrome trace-event JSON file.
 
 Starts headless Chromium and drives the Performance panel of the DevTools
 frontend that Chromium itself bundles and serves on its remote-debugging port
@@ -161,6 +161,11 @@ ARRANGE_JS = """(async (pids, win) => {
   const view = T.TimelinePanel.TimelinePanel.instance().flameChart;
   const fc = view.getMainFlameChart();
   view.detailsSplitWidget.hideSidebar();
+  const closeDialogs = root => root.querySelectorAll('*').forEach(e => {  // e.g. the shortcuts help
+    if (e.tagName === 'DIALOG' && e.open) e.close();
+    if (e.shadowRoot) closeDialogs(e.shadowRoot);
+  });
+  closeDialogs(document);
   const groups = fc.timelineData().groups;
   groups.forEach((g, i) => fc.expandGroup(i, true));
   for (const pid of pids.slice().reverse()) {      // last moved ends on top
@@ -216,6 +221,7 @@ def main():
         b.call("Fetch.enable", patterns=[{"urlPattern": trace_url}])
         b.call("Emulation.setDeviceMetricsOverride", width=args.width, height=args.height,
                deviceScaleFactor=1, mobile=False)
+        b.call("Page.enable")
         b.call("Page.addScriptToEvaluateOnNewDocument", source=(
             "localStorage.setItem('hide-shortcuts-dialog-for-test', 'true');"
             "localStorage.setItem('disable-auto-show-rpp-sidebar-for-test', 'true');"))

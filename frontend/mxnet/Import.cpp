@@ -33,42 +33,6 @@ namespace mpc::frontend::mxnet {
 
 using json = nlohmann::ordered_json;
 
-InputSpec parseInputSpec(const std::string &text) {
-  auto bad = [&](const std::string &why) -> InputSpec {
-    throw UserError("", "--input " + text, why + "; expected NAME=D0,D1,...[:i32]");
-  };
-  size_t eq = text.find('=');
-  if (eq == std::string::npos || eq == 0) return bad("missing NAME=");
-  InputSpec s;
-  s.name = text.substr(0, eq);
-  std::string dims = text.substr(eq + 1);
-  if (size_t colon = dims.find(':'); colon != std::string::npos) {
-    std::string dt = dims.substr(colon + 1);
-    if (dt == "i32") s.i32 = true;
-    else if (dt != "f32") return bad("unknown dtype " + quoteName(dt) + " (f32 or i32)");
-    dims = dims.substr(0, colon);
-  }
-  if (dims.empty()) return bad("no dimensions");
-  size_t start = 0;
-  while (true) {
-    size_t comma = dims.find(',', start);
-    std::string d =
-        dims.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    int64_t v = 0;
-    try {
-      v = parseIntAttr(d);
-    } catch (const RuleError &) {
-      return bad("bad dimension " + quoteName(d));
-    }
-    if (v <= 0 || d.find_first_not_of("0123456789") != std::string::npos)
-      return bad("dimensions must be positive integers, got " + quoteName(d));
-    s.shape.push_back(v);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return s;
-}
-
 namespace {
 
 int64_t numel(const Shape &s) {
@@ -157,7 +121,7 @@ public:
   const SymbolNode &node() const override { return *cur_; }
   AttrReader &attrs() override { return *reader_; }
   size_t numInputs() const override { return cur_->inputs.size(); }
-  bool inference() const override { return opt_.inference; }
+  bool inference() const override { return opt_.training.inference; }
   int64_t batch() const override { return batch_; }
 
   Value data(size_t i) override {
@@ -273,7 +237,7 @@ private:
       if (n.isVariable()) variables.insert(n.name);
     for (const InputSpec &s : opt_.inputs) {
       if (given_.count(s.name)) throw UserError("", "--input " + s.name, "given twice");
-      bool gluonLabel = !opt_.loss.empty() && s.name == "label";
+      bool gluonLabel = !opt_.training.loss.empty() && s.name == "label";
       if (!variables.count(s.name) && !gluonLabel) {
         std::string list;
         for (const std::string &v : variables)
@@ -342,11 +306,11 @@ private:
                             " is not an op's first output; it cannot be a model output");
       outputs_.push_back(values_.at(h.node).name);
     }
-    if (opt_.inference) return;
-    if (!opt_.loss.empty()) {
+    if (opt_.training.inference) return;
+    if (!opt_.training.loss.empty()) {
       if (loss_)
         throw UserError(sym_.file, lossHead_->pointer,
-                        "--loss " + opt_.loss + " given, but the symbol has the loss head " +
+                        "--loss " + opt_.training.loss + " given, but the symbol has the loss head " +
                             lossHead_->describe() +
                             "; drop --loss (it is for symbols without "
                             "one, e.g. Gluon exports)");
@@ -370,7 +334,7 @@ private:
     Value head = values_.at(h.node);
     AttrReader reader(sym_, *cur_);
     reader_ = &reader;
-    if (opt_.loss == "softmax_cross_entropy") {
+    if (opt_.training.loss == "softmax_cross_entropy") {
       if (head.shape.size() != 2)
         fail("--loss softmax_cross_entropy needs a (batch, classes) head, got " +
              tupleText(head.shape));
@@ -506,50 +470,21 @@ private:
     section[name] = std::move(body);
   }
 
-  json optimizer() const {
-    json s = json::object();
-    if (opt_.lr) s["lr"] = *opt_.lr;
-    if (opt_.momentum) s["momentum"] = *opt_.momentum;
-    if (opt_.weightDecay) s["weight_decay"] = *opt_.weightDecay;
-    return json{{opt_.optimizer, s}};
-  }
-
   std::string modelName() const {
     if (!opt_.modelName.empty()) return opt_.modelName;
-    std::string base = sym_.file.substr(sym_.file.find_last_of('/') + 1);
-    for (const char *suffix : {"-symbol.json", ".json"})
-      if (base.size() > std::strlen(suffix) &&
-          base.compare(base.size() - std::strlen(suffix), std::string::npos, suffix) == 0) {
-        base.resize(base.size() - std::strlen(suffix));
-        break;
-      }
-    std::string out;
-    for (char ch : base)
-      out += std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.'
-                 ? ch
-                 : '_';
-    return out.empty() ? "model" : out;
+    return modelNameFromFile(sym_.file, {"-symbol.json", ".json"});
   }
 
-  /// One input, param or node per line, like ir::writeModelJson.
   std::string writeModel() const {
-    auto section = [](const json &obj) {
-      std::string s = "{";
-      size_t k = 0;
-      for (auto it = obj.begin(); it != obj.end(); ++it, ++k)
-        s += std::string(k ? "," : "") + "\n    " + json(it.key()).dump() + ": " + it->dump();
-      return s + (obj.empty() ? "}" : "\n  }");
-    };
-    std::string s = "{\n  \"mpc\": 1,\n  \"name\": " + json(modelName()).dump() + ",\n";
-    s += "  \"inputs\": " + section(inputs_) + ",\n";
-    s += "  \"params\": " + section(params_) + ",\n";
-    s += "  \"nodes\": [";
-    for (size_t i = 0; i < nodes_.size(); ++i) s += (i ? ",\n    " : "\n    ") + nodes_[i].dump();
-    s += nodes_.empty() ? "],\n" : "\n  ],\n";
-    if (loss_ && !opt_.inference) s += "  \"loss\": " + json(loss_->name).dump() + ",\n";
-    s += "  \"outputs\": " + json(outputs_).dump();
-    if (!opt_.inference) s += ",\n  \"optimizer\": " + optimizer().dump();
-    return s + "\n}\n";
+    ModelParts m;
+    m.name = modelName();
+    m.inputs = inputs_;
+    m.params = params_;
+    m.nodes = nodes_;
+    if (loss_ && !opt_.training.inference) m.loss = loss_->name;
+    m.outputs = outputs_;
+    if (!opt_.training.inference) m.optimizer = optimizerJson(opt_.training);
+    return writeModelText(m);
   }
 
   /// Reads the model back (mpc's shape rules run) and compares every shape

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "frontend/common/ImportOptions.h"
 #include "frontend/mxnet/SymbolFile.h"
 
 #include <cstdint>
@@ -21,22 +22,11 @@
 
 namespace mpc::frontend::mxnet {
 
-/// --input NAME=D0,D1,...[:i32]
-struct InputSpec {
-  std::string name;
-  std::vector<int64_t> shape;
-  bool i32 = false;
-};
-
-/// Parses "NAME=D0,D1,...[:i32]"; throws UserError naming --input.
-InputSpec parseInputSpec(const std::string &text);
 
 struct ImportOptions {
   std::vector<InputSpec> inputs;
-  std::string loss;       ///< "" (the symbol's head), "softmax_cross_entropy" or "mse"
-  bool inference = false; ///< no loss, labels or optimizer; heads as outputs
-  std::string optimizer = "sgd";
-  std::optional<double> lr, momentum, weightDecay;
+  /// loss "": the symbol's head; inference: heads as outputs
+  TrainingOptions training;
   std::string modelName;  ///< default: the symbol file's name without "-symbol.json"
   std::string outputFile; ///< names the emitted model in messages
 };

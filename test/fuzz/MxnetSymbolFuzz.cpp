@@ -42,8 +42,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                    Mode{"", true}}) {
       mx::ImportOptions opt;
       opt.inputs = {{name, shape, false}};
-      opt.loss = m.loss;
-      opt.inference = m.inference;
+      opt.training.loss = m.loss;
+      opt.training.inference = m.inference;
       try {
         mx::importSymbol(sym, opt);
       } catch (const mpc::UserError &) {

@@ -19,6 +19,7 @@
 #include "support/Error.h"
 #include "support/FileIO.h"
 #include "tools/mpc/Commands.h"
+#include "tools/mpc/ImportFlags.h"
 #include "tools/mpc/NumericFlags.h"
 
 #include <cstring>
@@ -32,18 +33,14 @@ namespace {
 namespace mx = frontend::mxnet;
 
 struct ImportArgs {
-  std::string symbol, output, loss, params, paramsOut, optimizer = "sgd", name;
-  std::vector<std::string> inputs;
-  bool inference = false;
-  std::optional<double> lr, momentum, wd;
+  std::string symbol, output, params, paramsOut;
+  ImportFlagArgs flags;
 };
 
 void importMxnet(const ImportArgs &a) {
   if (a.params.empty() != a.paramsOut.empty())
     throw UserError("", a.params.empty() ? "--params-out" : "--params",
                     "--params and --params-out go together");
-  if (a.momentum && a.optimizer != "sgd")
-    throw UserError("", "--momentum", "is an sgd setting; " + a.optimizer + " has beta1");
   // Both outputs are checked before any work: neither may be an input, the
   // other output, or in a folder that cannot be written, so a bad
   // --params-out never leaves a model written by -o behind.
@@ -53,14 +50,9 @@ void importMxnet(const ImportArgs &a) {
   if (!a.params.empty()) inputs.push_back(a.params);
   checkOutputTargets(outputs, inputs);
   mx::ImportOptions opt;
-  for (const std::string &s : a.inputs) opt.inputs.push_back(mx::parseInputSpec(s));
-  opt.loss = a.loss;
-  opt.inference = a.inference;
-  opt.optimizer = a.optimizer;
-  opt.lr = a.lr;
-  opt.momentum = a.momentum;
-  opt.weightDecay = a.wd;
-  opt.modelName = a.name;
+  opt.training = trainingOptions(a.flags);
+  opt.inputs = inputSpecs(a.flags);
+  opt.modelName = a.flags.name;
   opt.outputFile = a.output;
   mx::SymbolFile sym = mx::readSymbolFile(a.symbol);
   mx::ImportResult r = mx::importSymbol(sym, opt);
@@ -94,42 +86,25 @@ void addImportMxnetCommand(CLI::App &app) {
       "model JSON (docs/import-mxnet.md)");
   cmd->add_option("symbol", args->symbol, "MXNet symbol file (*-symbol.json)")->required();
   cmd->add_option("-o,--output", args->output, "Write the mpc model JSON here")->required();
-  cmd->add_option("--input", args->inputs,
-                  "NAME=D0,D1,...[:i32]: shape (and dtype, default f32) of the data variable "
-                  "NAME; the first --input's leading dimension is the batch. Labels default to "
-                  "i32[batch] (SoftmaxOutput) or the prediction's shape (regression). "
-                  "Repeatable")
-      ->required();
-  auto *loss =
-      cmd->add_option("--loss", args->loss,
-                      "For a symbol without a loss head (a Gluon export): train with this loss "
-                      "on its one head, fed by a new input 'label' (i32[batch] for "
-                      "softmax_cross_entropy, the head's shape for mse)")
-          ->check(CLI::IsMember({"softmax_cross_entropy", "mse"}));
-  auto *inference = cmd->add_flag(
-      "--inference", args->inference,
-      "Emit an inference model: the same parameters, no loss, labels or optimizer; outputs are "
-      "the heads' forward values (SoftmaxOutput's probabilities); batch norm uses its running "
-      "statistics. Score with mpc run --init");
-  loss->excludes(inference);
+  ImportFlagHelp help;
+  help.input = "NAME=D0,D1,...[:i32]: shape (and dtype, default f32) of the data variable NAME; "
+               "the first --input's leading dimension is the batch. Labels default to "
+               "i32[batch] (SoftmaxOutput) or the prediction's shape (regression). Repeatable";
+  help.inputRequired = true;
+  help.loss = "For a symbol without a loss head (a Gluon export): train with this loss on its "
+              "one head, fed by a new input 'label' (i32[batch] for softmax_cross_entropy, the "
+              "head's shape for mse)";
+  help.inference = "Emit an inference model: the same parameters, no loss, labels or optimizer; "
+                   "outputs are the heads' forward values (SoftmaxOutput's probabilities); batch "
+                   "norm uses its running statistics. Score with mpc run --init";
+  help.name = "The model's name (default: the symbol file's, without -symbol.json)";
+  addImportFlags(*cmd, args->flags, help);
   auto *params = cmd->add_option(
       "--params", args->params, "MXNet .params file (NDArray list) to convert; needs --params-out");
   cmd->add_option("--params-out", args->paramsOut,
                   "Write the converted parameters and batch-norm running statistics here as "
                   "safetensors, for mpc run --init")
       ->needs(params);
-  cmd->add_option("--optimizer", args->optimizer,
-                  "The model's optimizer: sgd (default, MXNet's default), adam or adamw")
-      ->check(CLI::IsMember({"sgd", "adam", "adamw"}));
-  cmd->add_option("--lr", args->lr,
-                  "Learning rate (default: the optimizer's, sgd 0.01, adam 0.001)")
-      ->check(nonNegativeNumber());
-  cmd->add_option("--momentum", args->momentum, "SGD momentum (default 0)")
-      ->check(nonNegativeNumber());
-  cmd->add_option("--wd", args->wd, "Weight decay (default: the optimizer's; adamw 0.01)")
-      ->check(nonNegativeNumber());
-  cmd->add_option("--name", args->name,
-                  "The model's name (default: the symbol file's, without -symbol.json)");
   cmd->callback([args] { importMxnet(*args); });
 }
 
