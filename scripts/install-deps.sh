@@ -19,6 +19,8 @@ packages=(
   fortunes fortunes-min         # text for the GPT example (examples/gpt/)
   dataset-fashion-mnist         # images for the CNN example (examples/fashion-mnist/)
   libjemalloc-dev               # the mpc tool's allocator (MPC_ALLOCATOR, docs/passes.md)
+  libonnx-dev libprotobuf-dev   # mpc import-onnx: ONNX's protobuf classes, checker, shape inference
+  libonnx-testdata python3-onnx # the ONNX backend node tests (test/onnx/conformance.py)
 )
 
 missing=()

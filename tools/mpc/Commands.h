@@ -18,5 +18,6 @@ void addRunCommand(CLI::App &app);     ///< RunCommand.cpp
 void addDumpCommand(CLI::App &app);    ///< DumpCommand.cpp
 void addListCommands(CLI::App &app);   ///< ListCommand.cpp (ops, passes)
 void addImportMxnetCommand(CLI::App &app); ///< ImportMxnetCommand.cpp
+void addImportOnnxCommand(CLI::App &app);  ///< ImportOnnxCommand.cpp
 
 } // namespace mpc::tool

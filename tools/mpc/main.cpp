@@ -49,6 +49,7 @@ int main(int argc, char **argv) {
   mpc::tool::addDumpCommand(app);
   mpc::tool::addListCommands(app);
   mpc::tool::addImportMxnetCommand(app);
+  mpc::tool::addImportOnnxCommand(app);
   // CLI11 would report a misspelt command as "A subcommand is required";
   // name it instead.
   if (argc > 1 && argv[1][0] != '-') {

@@ -1,0 +1,34 @@
+//===- frontend/onnx/Fuse.h - exporters' decompositions, fused back -------===//
+//
+// Exporters write some ops as chains of smaller ones. The import fuses two
+// back into the one mpc op, so that mpc runs (and differentiates) them as
+// one kernel with PyTorch's arithmetic:
+//   * GELU before opset 20, exported from PyTorch's exact gelu:
+//       Div(x, √2) → Erf → Add(·, 1) → Mul(x, ·) → Mul(·, 0.5)
+//     (Mul by 1/√2 for the Div, and either operand order) becomes a node
+//     "Gelu" (approximate "none");
+//   * layer norm before opset 17, over the last axis:
+//       ReduceMean(x) → Sub(x, mean) → Pow(d, 2) → ReduceMean → Add(·, eps)
+//       → Sqrt → Div(d, ·) [→ Mul(·, gamma) → Add(·, beta)]
+//     becomes a node "LayerNormalization" (axis -1, epsilon eps).
+// A chain fuses only when its inner values have no other use and are not
+// graph outputs; otherwise it stays, and its Erf, Sqrt or Pow is reported
+// as unsupported where it is.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "frontend/onnx/Constant.h"
+
+#include <functional>
+#include <onnx/onnx_pb.h>
+
+namespace mpc::frontend::onnx {
+
+/// Rewrites `graph`'s nodes in place; `known` returns a value known before
+/// folding (an initializer or a Constant node's), or null. Returns how many
+/// chains it fused.
+int fuseDecompositions(::onnx::GraphProto &graph,
+                       const std::function<const Const *(const std::string &)> &known);
+
+} // namespace mpc::frontend::onnx

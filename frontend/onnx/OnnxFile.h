@@ -1,0 +1,40 @@
+//===- frontend/onnx/OnnxFile.h - an ONNX model, read and checked ----------===//
+//
+// Reads a .onnx file with the ONNX library's protobuf classes, fixes the
+// dimensions --input gives (symbolic ones such as the batch), checks the
+// model with onnx::checker, and infers every value's shape with
+// onnx::shape_inference. mpc imports opsets 7 to 17 of the default domain.
+// Every error names the file.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "frontend/common/ImportOptions.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mpc::frontend::onnx {
+
+inline constexpr int64_t kMinOpset = 7, kMaxOpset = 17;
+
+struct OnnxFile {
+  std::string file;
+  ::onnx::ModelProto model;
+  int64_t opset = 0; ///< the default domain's
+  /// Shapes after inference, by value name (dimensions unknown: -1).
+  std::map<std::string, std::vector<int64_t>> shapes;
+};
+
+/// Reads, fixes the --input dimensions, checks and infers shapes. Throws
+/// UserError naming the file (and the input or node).
+OnnxFile readOnnxFile(const std::string &file, const std::vector<InputSpec> &inputs);
+
+/// The ONNX element type's name ("float", "int64").
+std::string elementTypeName(int32_t type);
+
+} // namespace mpc::frontend::onnx

@@ -1,0 +1,655 @@
+//===- frontend/onnx/OpMapping.cpp - one table entry per ONNX op -----------===//
+//
+// The table is at the bottom; docs/import-onnx.md lists it. Each mapping
+// reads the attributes with ONNX's defaults (for the model's opset where
+// they changed) and refuses, naming the attribute, what mpc cannot run.
+//
+//===----------------------------------------------------------------------===//
+#include "frontend/onnx/OpMapping.h"
+
+#include "support/StringUtil.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace mpc::frontend::onnx {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+int64_t product(const Shape &s, size_t from = 0, size_t to = SIZE_MAX) {
+  int64_t p = 1;
+  for (size_t i = from; i < std::min(to, s.size()); ++i) p *= s[i];
+  return p;
+}
+
+int64_t axisOf(MapContext &c, int64_t axis, int64_t rank, const char *what = "axis") {
+  if (axis < -rank || axis >= rank)
+    c.fail(std::string(what) + " " + std::to_string(axis) + " is out of range for rank " +
+           std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// Data input i, f32.
+Value floatData(MapContext &c, size_t i) {
+  Value v = c.data(i);
+  if (v.i32) c.fail("input " + std::to_string(i) + " is an integer tensor; this op takes float");
+  return v;
+}
+
+/// A constant input read as integers (shapes, axes, indices).
+std::vector<int64_t> constInts(MapContext &c, size_t i, const char *what) {
+  const Const *k = c.constant(i);
+  if (!k)
+    c.fail(std::string(what) + " (input " + std::to_string(i) +
+           ") must be known at import (a constant or computed from shapes)");
+  std::vector<int64_t> v;
+  for (double x : k->values) v.push_back(int64_t(x));
+  return v;
+}
+
+/// Axes from the attribute (older opsets) or the input (newer ones).
+std::vector<int64_t> axesOf(MapContext &c, int64_t inputFrom, size_t input) {
+  if (c.opset() >= inputFrom) return c.has(input) ? constInts(c, input, "axes") : std::vector<int64_t>{};
+  return c.attrs().getInts("axes", {});
+}
+
+Value reshape(MapContext &c, const std::string &name, const Value &x, const Shape &s) {
+  return c.emit(name, "reshape", {x}, json{{"shape", s}}, s, x.i32);
+}
+
+Shape broadcast(MapContext &c, const Shape &a, const Shape &b) {
+  size_t r = std::max(a.size(), b.size());
+  Shape out(r);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t x = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    int64_t y = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (x != y && x != 1 && y != 1)
+      c.fail("operand shapes " + dimsText(a) + " and " + dimsText(b) + " do not broadcast");
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+std::vector<Value> one(Value v) { return {std::move(v)}; }
+
+std::vector<Value> unary(MapContext &c, const char *op) {
+  Value x = floatData(c, 0);
+  return one(c.emit(c.outName(0), op, {x}, json::object(), x.shape));
+}
+
+std::vector<Value> binary(MapContext &c, const char *op) {
+  if (c.opset() < 7 && c.attrs().has("broadcast")) c.fail("legacy broadcast attribute");
+  Value a = floatData(c, 0), b = floatData(c, 1);
+  return one(c.emit(c.outName(0), op, {a, b}, json::object(), broadcast(c, a.shape, b.shape)));
+}
+
+std::vector<Value> mapIdentity(MapContext &c) { return one(c.data(0)); }
+
+std::vector<Value> mapGelu(MapContext &c) {
+  std::string approx = c.attrs().getString("approximate", "none");
+  if (approx != "none" && approx != "tanh") c.fail("approximate must be none or tanh");
+  Value x = floatData(c, 0);
+  return one(c.emit(c.outName(0), "gelu", {x}, json{{"approximate", approx}}, x.shape));
+}
+
+std::vector<Value> mapLeakyRelu(MapContext &c) {
+  double alpha = c.attrs().getFloat("alpha", 0.01);
+  Value x = floatData(c, 0);
+  // relu(x) - alpha * relu(-x): x where x >= 0, alpha * x below.
+  Value pos = c.emit(c.tmpName("pos"), "relu", {x}, json::object(), x.shape);
+  Value neg = c.emit(c.tmpName("neg"), "neg", {x}, json::object(), x.shape);
+  Value rneg = c.emit(c.tmpName("relu_neg"), "relu", {neg}, json::object(), x.shape);
+  Value scaled = c.emit(c.tmpName("scaled"), "scale", {rneg}, json{{"value", alpha}}, x.shape);
+  return one(c.emit(c.outName(0), "sub", {pos, scaled}, json::object(), x.shape));
+}
+
+std::vector<Value> mapPow(MapContext &c) {
+  const Const *e = c.constant(1);
+  if (!e || !e->scalarLike() || e->values[0] != 2.0)
+    c.fail("only a constant exponent 2 is supported (x * x) outside a layer norm");
+  Value x = floatData(c, 0);
+  return one(c.emit(c.outName(0), "mul", {x, x}, json::object(), x.shape));
+}
+
+/// a (rank >= 1) x b (rank >= 1), numpy.matmul's rules for rank 1.
+Value matmul(MapContext &c, const std::string &name, Value a, Value b, bool ta, bool tb) {
+  bool vecA = a.shape.size() == 1, vecB = b.shape.size() == 1;
+  if (vecA) a = reshape(c, c.tmpName("a2d"), a, {1, a.shape[0]});
+  if (vecB) b = reshape(c, c.tmpName("b2d"), b, {b.shape[0], 1});
+  Shape sa = a.shape, sb = b.shape;
+  size_t ra = sa.size(), rb = sb.size();
+  int64_t m = ta ? sa[ra - 1] : sa[ra - 2], ka = ta ? sa[ra - 2] : sa[ra - 1];
+  int64_t kb = tb ? sb[rb - 1] : sb[rb - 2], n = tb ? sb[rb - 2] : sb[rb - 1];
+  if (ka != kb) c.fail("inner dimensions differ: " + dimsText(sa) + " x " + dimsText(sb));
+  Shape batch = broadcast(c, Shape(sa.begin(), sa.end() - 2), Shape(sb.begin(), sb.end() - 2));
+  Shape out = batch;
+  out.push_back(m);
+  out.push_back(n);
+  json attrs = json::object();
+  if (ta) attrs["transpose_a"] = true;
+  if (tb) attrs["transpose_b"] = true;
+  if (!vecA && !vecB) return c.emit(name, "matmul", {a, b}, attrs, out);
+  Value r = c.emit(name + "/2d", "matmul", {a, b}, attrs, out);
+  Shape s(out.begin(), out.end() - 2);
+  if (!vecA) s.push_back(m);
+  if (!vecB) s.push_back(n);
+  return reshape(c, name, r, s);
+}
+
+std::vector<Value> mapMatMul(MapContext &c) {
+  return one(matmul(c, c.outName(0), floatData(c, 0), floatData(c, 1), false, false));
+}
+
+std::vector<Value> mapGemm(MapContext &c) {
+  const Attrs &a = c.attrs();
+  double alpha = a.getFloat("alpha", 1.0), beta = a.getFloat("beta", 1.0);
+  bool ta = a.getInt("transA", 0) != 0, tb = a.getInt("transB", 0) != 0;
+  Value A = floatData(c, 0), B = floatData(c, 1);
+  if (A.shape.size() != 2 || B.shape.size() != 2) c.fail("A and B must be matrices");
+  bool bias = c.has(2) && beta != 0;
+  std::string productName = bias || alpha != 1.0 ? c.tmpName("matmul") : c.outName(0);
+  Value y = matmul(c, productName, A, B, ta, tb);
+  if (alpha != 1.0)
+    y = c.emit(bias ? c.tmpName("alpha") : c.outName(0), "scale", {y}, json{{"value", alpha}}, y.shape);
+  if (!bias) return one(y);
+  Value C = floatData(c, 2);
+  if (beta != 1.0) C = c.emit(c.tmpName("beta"), "scale", {C}, json{{"value", beta}}, C.shape);
+  return one(c.emit(c.outName(0), "add", {y, C}, json::object(), broadcast(c, y.shape, C.shape)));
+}
+
+/// Symmetric pads of a 2-d window op: [top, left] from ONNX's
+/// [top, left, bottom, right] or auto_pad.
+std::vector<int64_t> pads2d(MapContext &c, const Shape &in, const std::vector<int64_t> &kernel,
+                            const std::vector<int64_t> &stride, const std::vector<int64_t> &dilation) {
+  const Attrs &a = c.attrs();
+  std::string autoPad = a.getString("auto_pad", "NOTSET");
+  std::vector<int64_t> p = a.getInts("pads", {0, 0, 0, 0});
+  if (autoPad == "VALID") p = {0, 0, 0, 0};
+  else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    p.assign(4, 0);
+    for (size_t k = 0; k < 2; ++k) {
+      int64_t size = in[2 + k], out = (size + stride[k] - 1) / stride[k];
+      int64_t total = std::max<int64_t>((out - 1) * stride[k] + (kernel[k] - 1) * dilation[k] + 1 - size, 0);
+      p[k] = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      p[k + 2] = total - p[k];
+    }
+  } else if (autoPad != "NOTSET") {
+    c.fail("auto_pad " + quoteName(autoPad) + " is not supported");
+  }
+  if (p.size() != 4) c.fail("pads must have 4 values for a 2-d window");
+  if (p[0] != p[2] || p[1] != p[3])
+    c.fail("asymmetric pads " + dimsText(p) + " are not supported (mpc pads both sides equally)");
+  return {p[0], p[1]};
+}
+
+std::vector<Value> mapConv(MapContext &c) {
+  const Attrs &a = c.attrs();
+  Value x = floatData(c, 0), w = floatData(c, 1);
+  bool oneD = x.shape.size() == 3;
+  if (x.shape.size() != 4 && !oneD) c.fail("only 1-d and 2-d convolutions are supported");
+  if (w.shape.size() != x.shape.size()) c.fail("weight rank differs from the input's");
+  std::vector<int64_t> stride = a.getInts("strides", oneD ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 1});
+  std::vector<int64_t> dilation = a.getInts("dilations", oneD ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 1});
+  int64_t groups = a.getInt("group", 1);
+  if (oneD) {
+    // [N, C, L] as [N, C, 1, L].
+    std::vector<int64_t> p = a.getInts("pads", {0, 0});
+    if (a.getString("auto_pad", "NOTSET") != "NOTSET") c.fail("auto_pad is supported for 2-d only");
+    if (p.size() != 2 || p[0] != p[1]) c.fail("asymmetric pads are not supported");
+    x = reshape(c, c.tmpName("x2d"), x, {x.shape[0], x.shape[1], 1, x.shape[2]});
+    w = reshape(c, c.tmpName("w2d"), w, {w.shape[0], w.shape[1], 1, w.shape[2]});
+    stride = {1, stride.at(0)};
+    dilation = {1, dilation.at(0)};
+    std::vector<Value> in = {x, w};
+    if (c.has(2)) in.push_back(floatData(c, 2));
+    int64_t l = (x.shape[3] + 2 * p[0] - dilation[1] * (w.shape[3] - 1) - 1) / stride[1] + 1;
+    Shape out = {x.shape[0], w.shape[0], 1, l};
+    json attrs = {{"stride", stride}, {"padding", {0, p[0]}}, {"dilation", dilation}, {"groups", groups}};
+    Value y = c.emit(c.tmpName("conv2d"), "conv2d", in, attrs, out);
+    return one(reshape(c, c.outName(0), y, {out[0], out[1], out[3]}));
+  }
+  std::vector<int64_t> kernel = {w.shape[2], w.shape[3]};
+  if (a.has("kernel_shape") && a.getInts("kernel_shape", {}) != kernel)
+    c.fail("kernel_shape differs from the weight's");
+  std::vector<int64_t> pad = pads2d(c, x.shape, kernel, stride, dilation);
+  std::vector<Value> in = {x, w};
+  if (c.has(2)) in.push_back(floatData(c, 2));
+  Shape out = {x.shape[0], w.shape[0], 0, 0};
+  for (size_t k = 0; k < 2; ++k)
+    out[2 + k] = (x.shape[2 + k] + 2 * pad[k] - dilation[k] * (kernel[k] - 1) - 1) / stride[k] + 1;
+  json attrs = {{"stride", stride}, {"padding", pad}, {"dilation", dilation}, {"groups", groups}};
+  return one(c.emit(c.outName(0), "conv2d", in, attrs, out));
+}
+
+std::vector<Value> mapPool(MapContext &c, bool max) {
+  const Attrs &a = c.attrs();
+  Value x = floatData(c, 0);
+  if (x.shape.size() != 4) c.fail("only 2-d pooling (an [N, C, H, W] input) is supported");
+  std::vector<int64_t> kernel = a.getInts("kernel_shape", {});
+  if (kernel.size() != 2) c.fail("kernel_shape must have 2 values");
+  std::vector<int64_t> stride = a.getInts("strides", {1, 1});
+  std::vector<int64_t> dilation = a.getInts("dilations", {1, 1});
+  if (dilation != std::vector<int64_t>{1, 1}) c.fail("dilations other than 1 are not supported");
+  if (a.getInt("storage_order", 0) != 0) c.fail("storage_order 1 is not supported");
+  bool ceil = a.getInt("ceil_mode", 0) != 0;
+  std::vector<int64_t> pad = pads2d(c, x.shape, kernel, stride, dilation);
+  Shape out = {x.shape[0], x.shape[1], 0, 0};
+  for (size_t k = 0; k < 2; ++k) {
+    int64_t span = x.shape[2 + k] + 2 * pad[k] - kernel[k];
+    int64_t o = (ceil ? (span + stride[k] - 1) / stride[k] : span / stride[k]) + 1;
+    // A window that would start in the padding only is dropped (PyTorch).
+    if (ceil && (o - 1) * stride[k] >= x.shape[2 + k] + pad[k]) --o;
+    out[2 + k] = o;
+  }
+  json attrs = {{"kernel", kernel}, {"stride", stride}, {"padding", pad}, {"ceil_mode", ceil}};
+  if (!max) attrs["count_include_pad"] = a.getInt("count_include_pad", 0) != 0;
+  return one(c.emit(c.outName(0), max ? "max_pool2d" : "avg_pool2d", {x}, attrs, out));
+}
+
+std::vector<Value> mapGlobalAveragePool(MapContext &c) {
+  Value x = floatData(c, 0);
+  if (x.shape.size() != 4) c.fail("only [N, C, H, W] inputs are supported");
+  return one(c.emit(c.outName(0), "global_avg_pool2d", {x}, json::object(),
+                    {x.shape[0], x.shape[1], 1, 1}));
+}
+
+std::vector<Value> mapBatchNormalization(MapContext &c) {
+  const Attrs &a = c.attrs();
+  if (c.opset() < 9 && a.getInt("spatial", 1) != 1) c.fail("spatial 0 is not supported");
+  Value x = floatData(c, 0);
+  if (x.shape.size() < 2) c.fail("input must have a channel axis");
+  Value gamma = floatData(c, 1), beta = floatData(c, 2);
+  std::string mean = c.runningStat(3), var = c.runningStat(4);
+  json attrs = {{"eps", a.getFloat("epsilon", 1e-5)},
+                {"momentum", a.getFloat("momentum", 0.9)},
+                {"axis", 1},
+                {"use_global_stats", !c.training()},
+                {"running_mean", mean},
+                {"running_var", var}};
+  return one(c.emit(c.outName(0), "batch_norm", {x, gamma, beta}, attrs, x.shape));
+}
+
+std::vector<Value> mapLayerNormalization(MapContext &c) {
+  const Attrs &a = c.attrs();
+  Value x = floatData(c, 0);
+  int64_t rank = int64_t(x.shape.size());
+  int64_t axis = axisOf(c, a.getInt("axis", -1), rank);
+  if (a.getInt("stash_type", 1) != 1) c.fail("stash_type other than float is not supported");
+  // Over the axes from `axis` on: mpc's layer_norm over the last axis of x
+  // seen as [outer, inner], then back.
+  Shape normalized(x.shape.begin() + axis, x.shape.end());
+  int64_t d = product(normalized);
+  auto vector = [&](size_t i, const char *name, double dflt) {
+    if (!c.has(i))
+      return c.emit(c.tmpName(name), "fill", {}, json{{"value", dflt}, {"shape", {d}}}, {d});
+    Value v = floatData(c, i);
+    if (v.shape != normalized && v.shape != Shape{d})
+      c.fail(std::string(name) + " must have the normalised axes' shape " + dimsText(normalized));
+    return v.shape == Shape{d} ? v : reshape(c, c.tmpName(std::string(name) + "1d"), v, {d});
+  };
+  Value gamma = vector(1, "scale", 1.0), beta = vector(2, "bias", 0.0);
+  json attrs = {{"eps", a.getFloat("epsilon", 1e-5)}};
+  if (axis == rank - 1)
+    return one(c.emit(c.outName(0), "layer_norm", {x, gamma, beta}, attrs, x.shape));
+  Shape flat = {product(x.shape, 0, size_t(axis)), d};
+  Value f = reshape(c, c.tmpName("2d"), x, flat);
+  Value y = c.emit(c.tmpName("layer_norm"), "layer_norm", {f, gamma, beta}, attrs, flat);
+  return one(reshape(c, c.outName(0), y, x.shape));
+}
+
+std::vector<Value> mapSoftmax(MapContext &c, const char *op) {
+  Value x = floatData(c, 0);
+  int64_t rank = int64_t(x.shape.size());
+  int64_t axis = axisOf(c, c.attrs().getInt("axis", c.opset() >= 13 ? -1 : 1), rank);
+  if (c.opset() >= 13 || axis == rank - 1)
+    return one(c.emit(c.outName(0), op, {x}, json{{"axis", axis}}, x.shape));
+  // Before opset 13: over the input flattened to 2-d at axis.
+  Shape flat = {product(x.shape, 0, size_t(axis)), product(x.shape, size_t(axis))};
+  Value f = reshape(c, c.tmpName("2d"), x, flat);
+  Value s = c.emit(c.tmpName(op), op, {f}, json{{"axis", 1}}, flat);
+  return one(reshape(c, c.outName(0), s, x.shape));
+}
+
+std::vector<Value> mapFlatten(MapContext &c) {
+  Value x = c.data(0);
+  int64_t rank = int64_t(x.shape.size());
+  // axis in [-rank, rank]; a negative one counts from rank.
+  int64_t axis = c.attrs().getInt("axis", 1);
+  if (axis < -rank || axis > rank) c.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  if (axis < 0) axis += rank;
+  Shape s = {product(x.shape, 0, size_t(axis)), product(x.shape, size_t(axis))};
+  if (axis == 1 && rank >= 2) return one(c.emit(c.outName(0), "flatten", {x}, json::object(), s, x.i32));
+  return one(reshape(c, c.outName(0), x, s));
+}
+
+std::vector<Value> mapReshape(MapContext &c) {
+  Value x = c.data(0);
+  std::vector<int64_t> target =
+      c.opset() >= 5 ? constInts(c, 1, "the shape") : c.attrs().getInts("shape", {});
+  bool allowZero = c.attrs().getInt("allowzero", 0) != 0;
+  int64_t known = 1, infer = -1;
+  for (size_t k = 0; k < target.size(); ++k) {
+    if (target[k] == 0 && !allowZero) {
+      if (k >= x.shape.size()) c.fail("shape copies dimension " + std::to_string(k) + " the input lacks");
+      target[k] = x.shape[k];
+    }
+    if (target[k] == -1) {
+      if (infer >= 0) c.fail("shape has two -1 dimensions");
+      infer = int64_t(k);
+    } else {
+      known *= target[k];
+    }
+  }
+  if (infer >= 0) target[size_t(infer)] = known ? product(x.shape) / known : 0;
+  if (product(target) != product(x.shape))
+    c.fail("cannot reshape " + dimsText(x.shape) + " to " + dimsText(target));
+  return one(reshape(c, c.outName(0), x, target));
+}
+
+std::vector<Value> mapTranspose(MapContext &c) {
+  Value x = c.data(0);
+  int64_t rank = int64_t(x.shape.size());
+  std::vector<int64_t> perm = c.attrs().getInts("perm", {});
+  if (perm.empty())
+    for (int64_t k = rank - 1; k >= 0; --k) perm.push_back(k);
+  if (int64_t(perm.size()) != rank) c.fail("perm must list every axis");
+  Shape s;
+  for (int64_t p : perm) s.push_back(x.shape.at(size_t(axisOf(c, p, rank, "perm entry"))));
+  return one(c.emit(c.outName(0), "transpose", {x}, json{{"perm", perm}}, s, x.i32));
+}
+
+std::vector<Value> mapSqueeze(MapContext &c, bool squeeze) {
+  Value x = c.data(0);
+  std::vector<int64_t> axes = axesOf(c, 13, 1);
+  Shape s = x.shape;
+  if (squeeze) {
+    int64_t rank = int64_t(s.size());
+    std::vector<bool> drop(size_t(rank), false);
+    for (int64_t ax : axes) {
+      int64_t k = axisOf(c, ax, rank);
+      if (s[size_t(k)] != 1) c.fail("axis " + std::to_string(ax) + " has length " + std::to_string(s[size_t(k)]) + ", not 1");
+      drop[size_t(k)] = true;
+    }
+    Shape out;
+    for (int64_t k = 0; k < rank; ++k)
+      if (!(axes.empty() ? s[size_t(k)] == 1 : drop[size_t(k)])) out.push_back(s[size_t(k)]);
+    s = out;
+  } else {
+    int64_t rank = int64_t(s.size() + axes.size());
+    std::vector<int64_t> norm;
+    for (int64_t ax : axes) norm.push_back(axisOf(c, ax, rank));
+    std::sort(norm.begin(), norm.end());
+    for (int64_t ax : norm) s.insert(s.begin() + ax, 1);
+  }
+  return one(reshape(c, c.outName(0), x, s));
+}
+
+std::vector<Value> mapConcat(MapContext &c) {
+  std::vector<Value> in;
+  for (int i = 0; i < c.node().input_size(); ++i)
+    if (c.has(size_t(i))) in.push_back(c.data(size_t(i)));
+  if (in.empty()) c.fail("no inputs");
+  int64_t rank = int64_t(in[0].shape.size());
+  int64_t axis = axisOf(c, c.attrs().getInt("axis", 0), rank);
+  Shape s = in[0].shape;
+  s[size_t(axis)] = 0;
+  for (const Value &v : in) {
+    if (int64_t(v.shape.size()) != rank || v.i32 != in[0].i32) c.fail("inputs differ in rank or type");
+    s[size_t(axis)] += v.shape[size_t(axis)];
+  }
+  if (in.size() == 1) return one(reshape(c, c.outName(0), in[0], s));
+  return one(c.emit(c.outName(0), "concat", in, json{{"axis", axis}}, s, in[0].i32));
+}
+
+/// Elements [start, end) of x along axis.
+Value sliceAxis(MapContext &c, const std::string &name, const Value &x, int64_t axis, int64_t start,
+                int64_t end) {
+  Shape s = x.shape;
+  s[size_t(axis)] = end - start;
+  return c.emit(name, "slice", {x}, json{{"axis", axis}, {"start", start}, {"end", end}}, s, x.i32);
+}
+
+std::vector<Value> mapSplit(MapContext &c) {
+  Value x = c.data(0);
+  int64_t rank = int64_t(x.shape.size());
+  int64_t axis = axisOf(c, c.attrs().getInt("axis", 0), rank);
+  int64_t d = x.shape[size_t(axis)];
+  size_t outs = size_t(c.node().output_size());
+  std::vector<int64_t> sizes = c.opset() >= 13 ? (c.has(1) ? constInts(c, 1, "split") : std::vector<int64_t>{})
+                                               : c.attrs().getInts("split", {});
+  if (sizes.empty()) {
+    if (d % int64_t(outs) != 0) c.fail("axis length " + std::to_string(d) + " does not split evenly");
+    sizes.assign(outs, d / int64_t(outs));
+  }
+  if (sizes.size() != outs) c.fail("split lists " + std::to_string(sizes.size()) + " sizes for " + std::to_string(outs) + " outputs");
+  std::vector<Value> r;
+  int64_t at = 0;
+  for (size_t k = 0; k < outs; ++k) {
+    r.push_back(sliceAxis(c, c.outName(k), x, axis, at, at + sizes[k]));
+    at += sizes[k];
+  }
+  if (at != d) c.fail("split sizes add to " + std::to_string(at) + ", not " + std::to_string(d));
+  return r;
+}
+
+std::vector<Value> mapSlice(MapContext &c) {
+  Value x = c.data(0);
+  int64_t rank = int64_t(x.shape.size());
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (c.opset() < 10) {
+    starts = c.attrs().getInts("starts", {});
+    ends = c.attrs().getInts("ends", {});
+    axes = c.attrs().getInts("axes", {});
+  } else {
+    starts = constInts(c, 1, "starts");
+    ends = constInts(c, 2, "ends");
+    if (c.has(3)) axes = constInts(c, 3, "axes");
+    if (c.has(4)) steps = constInts(c, 4, "steps");
+  }
+  if (axes.empty())
+    for (size_t k = 0; k < starts.size(); ++k) axes.push_back(int64_t(k));
+  if (ends.size() != starts.size() || axes.size() != starts.size())
+    c.fail("starts, ends and axes differ in length");
+  Value v = x;
+  std::vector<std::pair<int64_t, std::pair<int64_t, int64_t>>> cuts;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    if (!steps.empty() && steps[k] != 1) c.fail("steps other than 1 are not supported");
+    int64_t ax = axisOf(c, axes[k], rank), d = x.shape[size_t(ax)];
+    int64_t s = starts[k] < 0 ? starts[k] + d : starts[k];
+    int64_t e = ends[k] < 0 ? ends[k] + d : ends[k];
+    s = std::clamp<int64_t>(s, 0, d);
+    e = std::clamp<int64_t>(e, s, d);
+    if (s != 0 || e != d) cuts.push_back({ax, {s, e}});
+  }
+  if (cuts.empty()) return one(reshape(c, c.outName(0), x, x.shape));
+  for (size_t k = 0; k < cuts.size(); ++k) {
+    std::string name = k + 1 == cuts.size() ? c.outName(0) : c.tmpName("axis" + std::to_string(cuts[k].first));
+    v = sliceAxis(c, name, v, cuts[k].first, cuts[k].second.first, cuts[k].second.second);
+  }
+  return one(v);
+}
+
+std::vector<Value> mapGather(MapContext &c) {
+  int64_t axisAttr = c.attrs().getInt("axis", 0);
+  if (const Const *idx = c.constant(1)) {
+    // Constant indices: slices of the data.
+    Value x = c.data(0);
+    int64_t rank = int64_t(x.shape.size());
+    int64_t axis = axisOf(c, axisAttr, rank);
+    int64_t d = x.shape[size_t(axis)];
+    std::vector<Value> parts;
+    for (size_t k = 0; k < idx->values.size(); ++k) {
+      int64_t i = int64_t(idx->values[k]);
+      if (i < 0) i += d;
+      if (i < 0 || i >= d) c.fail("index " + std::to_string(int64_t(idx->values[k])) + " is out of range");
+      parts.push_back(sliceAxis(c, c.tmpName("index" + std::to_string(k)), x, axis, i, i + 1));
+    }
+    Shape out(x.shape.begin(), x.shape.begin() + axis);
+    for (int64_t s : idx->shape) out.push_back(s);
+    for (int64_t k = axis + 1; k < rank; ++k) out.push_back(x.shape[size_t(k)]);
+    Value joined = parts.size() == 1 ? parts[0] : [&] {
+      Shape s = x.shape;
+      s[size_t(axis)] = int64_t(parts.size());
+      return c.emit(c.tmpName("joined"), "concat", parts, json{{"axis", axis}}, s, x.i32);
+    }();
+    return one(reshape(c, c.outName(0), joined, out));
+  }
+  // Data indices: an embedding lookup of rows of a matrix.
+  Value table = floatData(c, 0), ids = c.data(1);
+  if (!ids.i32) c.fail("indices must be integers");
+  if (table.shape.size() != 2 || axisOf(c, axisAttr, 2) != 0)
+    c.fail("indices known only at run time must pick rows (axis 0) of a matrix (an embedding)");
+  Shape out = ids.shape;
+  out.push_back(table.shape[1]);
+  return one(c.emit(c.outName(0), "embedding", {ids, table}, json::object(), out));
+}
+
+std::vector<Value> mapDropout(MapContext &c) {
+  double ratio = c.opset() >= 12 ? (c.has(1) ? [&] {
+    const Const *r = c.constant(1);
+    if (!r || !r->scalarLike()) c.fail("ratio must be a constant");
+    return r->values[0];
+  }() : 0.5)
+                                 : c.attrs().getFloat("ratio", 0.5);
+  if (c.opset() >= 12 && c.has(2)) {
+    const Const *t = c.constant(2);
+    if (!t) c.fail("training_mode must be a constant");
+  }
+  if (c.outputUsed(1)) c.fail("the mask output is not supported");
+  Value x = c.data(0);
+  if (!c.training() || ratio == 0) return one(x);
+  if (ratio < 0 || ratio >= 1) c.fail("ratio must be in [0, 1)");
+  return one(c.emit(c.outName(0), "dropout", {x}, json{{"p", ratio}}, x.shape));
+}
+
+std::vector<Value> mapCast(MapContext &c) {
+  Value x = c.data(0);
+  Const::Kind to = kindOfElementType(int32_t(c.attrs().getInt("to", 1)));
+  int64_t toType = c.attrs().getInt("to", 1);
+  bool same = x.i32 ? (toType == ::onnx::TensorProto::INT64 || toType == ::onnx::TensorProto::INT32)
+                    : toType == ::onnx::TensorProto::FLOAT;
+  if (!same)
+    c.fail("a cast that changes values (to " + std::string(to == Const::Float ? "another float type" : "integers") +
+           ") is not supported; casts between int64 and int32, and float to float, are");
+  return one(x);
+}
+
+std::vector<Value> mapReduce(MapContext &c, const char *op) {
+  Value x = floatData(c, 0);
+  int64_t rank = int64_t(x.shape.size());
+  // ReduceSum takes its axes as an input from opset 13, ReduceMean from 18.
+  std::vector<int64_t> axes = axesOf(c, std::string(op) == "sum" ? 13 : 18, 1);
+  bool keep = c.attrs().getInt("keepdims", 1) != 0;
+  if (axes.empty()) {
+    if (c.attrs().getInt("noop_with_empty_axes", 0)) return one(x);
+    for (int64_t k = 0; k < rank; ++k) axes.push_back(k);
+  }
+  std::vector<bool> reduced(size_t(rank), false);
+  for (int64_t& ax : axes) {
+    ax = axisOf(c, ax, rank);
+    reduced[size_t(ax)] = true;
+  }
+  std::sort(axes.begin(), axes.end());
+  Shape s;
+  for (int64_t k = 0; k < rank; ++k)
+    if (!reduced[size_t(k)]) s.push_back(x.shape[size_t(k)]);
+    else if (keep) s.push_back(1);
+  return one(c.emit(c.outName(0), op, {x}, json{{"axes", axes}, {"keepdims", keep}}, s));
+}
+
+std::vector<Value> mapExpand(MapContext &c) {
+  Value x = floatData(c, 0);
+  Shape s = broadcast(c, x.shape, constInts(c, 1, "the shape"));
+  if (s == x.shape) return one(x);
+  return one(c.emit(c.outName(0), "broadcast_to", {x}, json{{"shape", s}}, s));
+}
+
+/// Where(cond, x, y) with a constant causal condition: keep x on and below
+/// the diagonal of the last two axes, a constant elsewhere (a causal mask).
+std::vector<Value> mapWhere(MapContext &c) {
+  const Const *cond = c.constant(0);
+  const Const *cx = c.constant(1), *cy = c.constant(2);
+  if (!cond || (cx && cy) || (!cx && !cy) || cond->shape.size() < 2)
+    c.fail("only a causal mask (a constant lower-triangular condition choosing between data and "
+           "a constant) is supported");
+  bool dataWhenTrue = cy != nullptr;
+  const Const *fillC = dataWhenTrue ? cy : cx;
+  if (!fillC->uniform()) c.fail("the masked value must be one constant");
+  size_t r = cond->shape.size();
+  int64_t rows = cond->shape[r - 2], cols = cond->shape[r - 1];
+  for (int64_t i = 0; i < cond->numel(); ++i) {
+    int64_t col = i % cols, row = (i / cols) % rows;
+    bool keep = col <= row;
+    if ((cond->values[size_t(i)] != 0) != (keep == dataWhenTrue))
+      c.fail("only a causal mask (a constant lower-triangular condition choosing between data "
+             "and a constant) is supported");
+  }
+  Value x = floatData(c, dataWhenTrue ? 1 : 2);
+  if (x.shape.size() < 2 || x.shape[x.shape.size() - 2] != rows || x.shape.back() != cols)
+    c.fail("the mask's last two axes must match the data's");
+  return one(c.emit(c.outName(0), "causal_mask", {x}, json{{"value", fillC->values[0]}}, x.shape));
+}
+
+const std::vector<OpMapping> &table() {
+  static const std::vector<OpMapping> t = {
+      {"Add", "add", [](MapContext &c) { return binary(c, "add"); }},
+      {"AveragePool", "avg_pool2d", [](MapContext &c) { return mapPool(c, false); }},
+      {"BatchNormalization", "batch_norm (batch statistics in training models)", mapBatchNormalization},
+      {"Cast", "nothing (int64 <-> int32, float -> float)", mapCast},
+      {"Concat", "concat", mapConcat},
+      {"Conv", "conv2d (1-d through a reshape)", mapConv},
+      {"Div", "div", [](MapContext &c) { return binary(c, "div"); }},
+      {"Dropout", "dropout (training models), nothing (inference)", mapDropout},
+      {"Exp", "exp", [](MapContext &c) { return unary(c, "exp"); }},
+      {"Expand", "broadcast_to", mapExpand},
+      {"Flatten", "flatten or reshape", mapFlatten},
+      {"Gather", "embedding (run-time indices), slices (constant indices)", mapGather},
+      {"Gelu", "gelu (also PyTorch's Div-Erf-Add-Mul-Mul)", mapGelu},
+      {"Gemm", "matmul, scale, add", mapGemm},
+      {"GlobalAveragePool", "global_avg_pool2d", mapGlobalAveragePool},
+      {"Identity", "nothing", mapIdentity},
+      {"LayerNormalization", "layer_norm (also the ReduceMean-Sub-Pow-Sqrt-Div chain)", mapLayerNormalization},
+      {"LeakyRelu", "relu, neg, scale, sub", mapLeakyRelu},
+      {"Log", "log", [](MapContext &c) { return unary(c, "log"); }},
+      {"LogSoftmax", "log_softmax", [](MapContext &c) { return mapSoftmax(c, "log_softmax"); }},
+      {"MatMul", "matmul", mapMatMul},
+      {"MaxPool", "max_pool2d", [](MapContext &c) { return mapPool(c, true); }},
+      {"Mul", "mul", [](MapContext &c) { return binary(c, "mul"); }},
+      {"Neg", "neg", [](MapContext &c) { return unary(c, "neg"); }},
+      {"Pow", "mul (exponent 2)", mapPow},
+      {"ReduceMean", "mean", [](MapContext &c) { return mapReduce(c, "mean"); }},
+      {"ReduceSum", "sum", [](MapContext &c) { return mapReduce(c, "sum"); }},
+      {"Relu", "relu", [](MapContext &c) { return unary(c, "relu"); }},
+      {"Reshape", "reshape", mapReshape},
+      {"Sigmoid", "sigmoid", [](MapContext &c) { return unary(c, "sigmoid"); }},
+      {"Slice", "slice", mapSlice},
+      {"Softmax", "softmax", [](MapContext &c) { return mapSoftmax(c, "softmax"); }},
+      {"Split", "slice", mapSplit},
+      {"Squeeze", "reshape", [](MapContext &c) { return mapSqueeze(c, true); }},
+      {"Sub", "sub", [](MapContext &c) { return binary(c, "sub"); }},
+      {"Tanh", "tanh", [](MapContext &c) { return unary(c, "tanh"); }},
+      {"Transpose", "transpose", mapTranspose},
+      {"Unsqueeze", "reshape", [](MapContext &c) { return mapSqueeze(c, false); }},
+      {"Where", "causal_mask (a constant causal condition)", mapWhere},
+  };
+  return t;
+}
+
+} // namespace
+
+const OpMapping *findOpMapping(const std::string &op) {
+  for (const OpMapping &m : table())
+    if (m.op == op) return &m;
+  return nullptr;
+}
+
+std::vector<const OpMapping *> allOpMappings() {
+  std::vector<const OpMapping *> out;
+  for (const OpMapping &m : table()) out.push_back(&m);
+  return out;
+}
+
+} // namespace mpc::frontend::onnx
