@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace mpc::frontend::onnx {
@@ -161,6 +162,62 @@ bool fuseLayerNorm(Graph &G, int meanIndex) {
   return true;
 }
 
+/// Pad(x) into a Conv, or an AveragePool without pads of its own: zeros on
+/// the spatial axes only, the consumer's pads grow by them (an AveragePool
+/// then counts them, as it counted the padded zeros).
+bool fusePad(Graph &G, int padIndex) {
+  const ::onnx::NodeProto &pad = G.g.node(padIndex);
+  Attrs a(pad);
+  if (a.getString("mode", "constant") != "constant") return false;
+  std::vector<int64_t> pads;
+  if (pad.input_size() >= 2 && !pad.input(1).empty()) {
+    const Const *p = G.known(pad.input(1));
+    if (!p) return false;
+    for (double v : p->values) pads.push_back(int64_t(v));
+    if (pad.input_size() >= 3 && !pad.input(2).empty()) {
+      const Const *v = G.known(pad.input(2));
+      if (!v || !v->scalarLike() || v->values[0] != 0) return false;
+    }
+  } else {
+    pads = a.getInts("pads", {});
+    if (a.getFloat("value", 0) != 0) return false;
+  }
+  if (pads.size() != 8 || pads[0] || pads[1] || pads[4] || pads[5]) return false;
+  int useIndex;
+  const ::onnx::NodeProto *use = G.only(pad.output(0), &useIndex);
+  if (!use || use->input(0) != pad.output(0)) return false;
+  Attrs u(*use);
+  bool pool = use->op_type() == "AveragePool";
+  if (!pool && use->op_type() != "Conv") return false;
+  if (u.getString("auto_pad", "NOTSET") != "NOTSET") return false;
+  std::vector<int64_t> own = u.getInts("pads", {0, 0, 0, 0});
+  if (own.size() != 4 || (pool && own != std::vector<int64_t>{0, 0, 0, 0})) return false;
+  ::onnx::NodeProto fused = *use;
+  fused.set_input(0, pad.input(0));
+  auto set = [&](const char *name, std::vector<int64_t> ints, std::optional<int64_t> i) {
+    ::onnx::AttributeProto *attr = nullptr;
+    for (auto &x : *fused.mutable_attribute())
+      if (x.name() == name) attr = &x;
+    if (!attr) {
+      attr = fused.add_attribute();
+      attr->set_name(name);
+    }
+    attr->clear_ints();
+    if (i) {
+      attr->set_type(::onnx::AttributeProto::INT);
+      attr->set_i(*i);
+    } else {
+      attr->set_type(::onnx::AttributeProto::INTS);
+      for (int64_t v : ints) attr->add_ints(v);
+    }
+  };
+  set("pads", {own[0] + pads[2], own[1] + pads[3], own[2] + pads[6], own[3] + pads[7]}, std::nullopt);
+  if (pool) set("count_include_pad", {}, 1);
+  *G.g.mutable_node(useIndex) = fused;
+  G.removed.insert(padIndex);
+  return true;
+}
+
 } // namespace
 
 int fuseDecompositions(::onnx::GraphProto &graph,
@@ -171,7 +228,8 @@ int fuseDecompositions(::onnx::GraphProto &graph,
   for (int i = 0; i < graph.node_size(); ++i) {
     if (G.removed.count(i)) continue;
     const std::string &op = graph.node(i).op_type();
-    bool done = (op == "Erf" && fuseGelu(G, i)) || (op == "ReduceMean" && fuseLayerNorm(G, i));
+    bool done = (op == "Erf" && fuseGelu(G, i)) || (op == "ReduceMean" && fuseLayerNorm(G, i)) ||
+                (op == "Pad" && fusePad(G, i));
     if (done) {
       ++fused;
       G.index();

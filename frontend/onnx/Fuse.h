@@ -1,6 +1,6 @@
 //===- frontend/onnx/Fuse.h - exporters' decompositions, fused back -------===//
 //
-// Exporters write some ops as chains of smaller ones. The import fuses two
+// Exporters write some ops as chains of smaller ones. The import fuses them
 // back into the one mpc op, so that mpc runs (and differentiates) them as
 // one kernel with PyTorch's arithmetic:
 //   * GELU before opset 20, exported from PyTorch's exact gelu:
@@ -10,7 +10,10 @@
 //   * layer norm before opset 17, over the last axis:
 //       ReduceMean(x) → Sub(x, mean) → Pow(d, 2) → ReduceMean → Add(·, eps)
 //       → Sqrt → Div(d, ·) [→ Mul(·, gamma) → Add(·, beta)]
-//     becomes a node "LayerNormalization" (axis -1, epsilon eps).
+//     becomes a node "LayerNormalization" (axis -1, epsilon eps);
+//   * a zero Pad of the spatial axes into a Conv, or into an AveragePool
+//     (PyTorch's AvgPool2d with count_include_pad) becomes the consumer's
+//     own pads.
 // A chain fuses only when its inner values have no other use and are not
 // graph outputs; otherwise it stays, and its Erf, Sqrt or Pow is reported
 // as unsupported where it is.

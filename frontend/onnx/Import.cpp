@@ -274,7 +274,17 @@ private:
       known_[n.output(0)] = Const{Const::Int, {}, {double(product(shapeOfInput(0)))}};
       return;
     }
-    // Fold when every given input is known.
+    // PyTorch's exporter writes equal initializers once and the others as
+    // Identity of it (two norms' ones): each output is an initializer of
+    // its own, as the module's parameters are.
+    if (n.op_type() == "Identity" && n.input_size() == 1 && initializers_.count(n.input(0))) {
+      known_[n.output(0)] = known_.at(n.input(0));
+      initializers_.insert(n.output(0));
+      return;
+    }
+    // Fold when every given input is known, and none is a float
+    // initializer: a computation on a parameter (a transposed weight) runs
+    // in the model, so that the parameter itself trains.
     bool allKnown = true;
     std::vector<const Const *> in;
     for (int i = 0; i < n.input_size(); ++i) {
@@ -283,7 +293,7 @@ private:
         continue;
       }
       auto it = known_.find(n.input(i));
-      if (it == known_.end()) {
+      if (it == known_.end() || (initializers_.count(n.input(i)) && it->second.kind == Const::Float)) {
         allKnown = false;
         break;
       }
@@ -378,9 +388,18 @@ private:
   }
 
   /// The initial values a parameter gets in the model (its initializer's
-  /// come with --params-out): PyTorch's default for a layer's weight,
+  /// come with --params-out): the initializer's one value when all are
+  /// equal, else PyTorch's default for a layer's weight,
   /// U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and zeros for a vector.
-  static json defaultInit(const Shape &s) {
+  static json defaultInit(const Const &c) {
+    const Shape &s = c.shape;
+    // An initializer of one value (a norm's ones, a bias's zeros) keeps it.
+    if (c.uniform()) {
+      double v = double(float(c.values[0]));
+      if (v == 0) return "zeros";
+      if (v == 1) return "ones";
+      return json{{"constant", v}};
+    }
     if (s.size() < 2) return "zeros";
     double fanIn = double(product(s) / s[0]);
     double b = 1 / std::sqrt(std::max(fanIn, 1.0));
@@ -398,7 +417,7 @@ private:
       fail("input " + quoteName(onnxName) + " is an integer constant used as data; mpc "
            "computes on float values (integer inputs index embeddings)");
     std::string name = sanitizeUnique(onnxName);
-    json p = {{"shape", c.shape}, {"init", defaultInit(c.shape)}};
+    json p = {{"shape", c.shape}, {"init", defaultInit(c)}};
     if (role == Role::Frozen) {
       p["lr_mult"] = 0;
       p["wd_mult"] = 0;
@@ -475,18 +494,29 @@ private:
       throw UserError(file_, "graph.output",
                       "--loss needs a model with one output, got " + std::to_string(heads.size()));
     const Value &head = heads[0];
-    Value label;
-    if (opt_.training.loss == "softmax_cross_entropy") {
-      if (head.shape.size() != 2)
-        throw UserError(file_, "output " + head.name,
-                        "--loss softmax_cross_entropy needs a (batch, classes) output, got " +
-                            dimsText(head.shape));
-      label = labelInput({head.shape[0]}, true);
-      lossNode("softmax_cross_entropy", head, label);
-    } else {
-      label = labelInput(head.shape, false);
-      lossNode("mse_loss", head, label);
+    bool classes = opt_.training.loss == "softmax_cross_entropy";
+    if (classes && head.shape.size() < 2)
+      throw UserError(file_, "output " + head.name,
+                      "--loss softmax_cross_entropy needs an output of classes on its last axis, "
+                      "got " + dimsText(head.shape));
+    // The labels: one class per row of the output's leading axes, or the
+    // output's shape. A dataset's rows are the batch: when the output's
+    // first axis is not the inputs' (logits [B*T, V] from ids [B, T]), the
+    // label input is [B, ...] and reshaped in the model.
+    Shape want = classes ? Shape(head.shape.begin(), head.shape.end() - 1) : head.shape;
+    Shape given = want;
+    int64_t batch = inputs_.empty() ? 0 : inputs_.begin().value()["shape"][0].get<int64_t>();
+    if (batch > 0 && !want.empty() && want[0] != batch && product(want) % batch == 0)
+      given = {batch, product(want) / batch};
+    Value label = labelInput(given, classes);
+    if (given != want) {
+      json n = {{"name", "label/reshaped"}, {"op", "reshape"}, {"inputs", {"label"}},
+                {"attrs", {{"shape", want}}}};
+      names_.insert("label/reshaped");
+      nodes_.push_back(n);
+      label = Value{"label/reshaped", want, classes};
     }
+    lossNode(classes ? "softmax_cross_entropy" : "mse_loss", head, label);
   }
 
   Value labelInput(const Shape &shape, bool i32) {
@@ -496,7 +526,7 @@ private:
                                  "takes its labels from an input of that name");
     for (const InputSpec &s : opt_.inputs)
       if (s.name == name) {
-        if (s.i32 != i32 || product(s.shape) != product(shape) || s.shape != shape)
+        if (s.i32 != i32 || s.shape != shape)
           throw UserError("", "--input label",
                           "the labels of --loss " + opt_.training.loss + " are " +
                               (i32 ? "i32" : "f32") + dimsText(shape));

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 namespace mpc::frontend::onnx {
@@ -507,6 +508,17 @@ std::vector<Value> mapGather(MapContext &c) {
   return one(c.emit(c.outName(0), "embedding", {ids, table}, json::object(), out));
 }
 
+/// A Pad that adds nothing (PyTorch's AvgPool2d export puts one before
+/// every AveragePool); a Pad into a pool or convolution merges with it
+/// (Fuse.h); any other is refused.
+std::vector<Value> mapPad(MapContext &c) {
+  std::vector<int64_t> pads = c.opset() >= 11 ? constInts(c, 1, "pads") : c.attrs().getInts("pads", {});
+  if (std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; }))
+    c.fail("a Pad that pads (" + dimsText(pads) + ") is supported only into a Conv or an "
+           "AveragePool that counts the padding");
+  return one(c.data(0));
+}
+
 std::vector<Value> mapDropout(MapContext &c) {
   double ratio = c.opset() >= 12 ? (c.has(1) ? [&] {
     const Const *r = c.constant(1);
@@ -590,7 +602,14 @@ std::vector<Value> mapWhere(MapContext &c) {
   Value x = floatData(c, dataWhenTrue ? 1 : 2);
   if (x.shape.size() < 2 || x.shape[x.shape.size() - 2] != rows || x.shape.back() != cols)
     c.fail("the mask's last two axes must match the data's");
-  return one(c.emit(c.outName(0), "causal_mask", {x}, json{{"value", fillC->values[0]}}, x.shape));
+  // masked_fill(-inf): the lowest float instead (JSON has no infinity); a
+  // causal row keeps its diagonal, so softmax gives the masked places
+  // exp(lowest - max) = 0 either way.
+  double value = fillC->values[0];
+  if (std::isnan(value)) c.fail("the masked value is NaN");
+  if (std::isinf(value))
+    value = value < 0 ? double(std::numeric_limits<float>::lowest()) : double(std::numeric_limits<float>::max());
+  return one(c.emit(c.outName(0), "causal_mask", {x}, json{{"value", value}}, x.shape));
 }
 
 const std::vector<OpMapping> &table() {
@@ -619,6 +638,7 @@ const std::vector<OpMapping> &table() {
       {"MaxPool", "max_pool2d", [](MapContext &c) { return mapPool(c, true); }},
       {"Mul", "mul", [](MapContext &c) { return binary(c, "mul"); }},
       {"Neg", "neg", [](MapContext &c) { return unary(c, "neg"); }},
+      {"Pad", "nothing (no padding), or the padding of the Conv or AveragePool it feeds", mapPad},
       {"Pow", "mul (exponent 2)", mapPow},
       {"ReduceMean", "mean", [](MapContext &c) { return mapReduce(c, "mean"); }},
       {"ReduceSum", "sum", [](MapContext &c) { return mapReduce(c, "sum"); }},

@@ -18,14 +18,27 @@ mode (torch.onnx.export, dynamic batch axis, do_constant_folding=False):
      against model.eval()(x).
 
 Models:
-  mlp       Linear-ReLU-Linear-GELU(exact)-Linear, opset 14 (Gemm; the
-            Div-Erf-Add-Mul-Mul GELU fused back)
-  cnn       Conv-BatchNorm-ReLU-MaxPool-Conv(groups 2)-LeakyReLU-AvgPool-
-            AdaptiveAvgPool(1)-Flatten-Linear, opset 13
-  attn14    Embedding (int64 ids, given as :i32) - LayerNorm - causal
-            single-head self-attention - residual - LayerNorm - Linear,
-            logits reshaped to [B*T, V]; opset 14 (LayerNorm decomposed)
-  attn17    the same, opset 17 (LayerNormalization)
+  mlp            Linear-ReLU-Linear-GELU(exact)-Linear, opset 14 (Gemm; the
+                 Div-Erf-Add-Mul-Mul GELU fused back)
+  cnn            Conv-BatchNorm-ReLU-MaxPool-Conv(groups 2)-LeakyReLU-AvgPool-
+                 AdaptiveAvgPool(1)-Flatten-Linear, opset 13 (torch writes
+                 AvgPool2d's count_include_pad as a Pad before AveragePool,
+                 which the import merges into the pool)
+  cnn-fused-bn   inference of the CNN as exported by default (TrainingMode.EVAL:
+                 BatchNorm folded into the Conv), AvgPool2d without that Pad
+  cnn-nopad      the CNN with AvgPool2d(count_include_pad=False): no Pad
+  attn14/attn17  Embedding (int64 ids, given as :i32) - LayerNorm - causal
+                 single-head self-attention (masked_fill -inf) - residual -
+                 LayerNorm - Linear, logits reshaped to [B*T, V] (labels
+                 [B*T], fed as [B, T]); opset 14 (LayerNorm decomposed), 17
+                 (LayerNormalization); the -inf fill imported as the lowest float
+  attn14-finite  attn14 with the mask filled with -1e9
+  attn14/17-seq  fill -1e9, logits [B, T, V] and labels [B, T]
+  attn14/17-pool fill -1e9, logits averaged over T: [B, V], labels [B]
+Every attention model has two LayerNorms, so torch.onnx writes ln2.weight and
+ln2.bias as Identity of ln1's equal initializers; the check wants them as
+parameters of their own (as in the module), and nn.Linear on [B, T, D] as
+MatMul(x, Transpose(q.weight)) with q.weight trained.
 
 usage: onnx_import.py MPC WORK_DIR
 Skipped (exit 77) where torch or numpy is missing, failing under CI=true: torch_guard.py.
@@ -190,7 +203,10 @@ def check_training(tag, d, onnx_path, model, x, xnpy, labels, in_name, in_spec):
     m_json, plan = os.path.join(d, "train.json"), os.path.join(d, "train.bin")
     init, out = os.path.join(d, "init.safetensors"), os.path.join(d, "out.safetensors")
     ynpy = os.path.join(d, "label.npy")
-    np.save(ynpy, labels.astype(np.int32))  # [B] or, for [B, T, C] logits, [B, T]
+    # A dataset's rows are the batch: labels of [B*T, V] logits are given as
+    # [B, T] (the import's label input keeps the batch, reshaped in the model).
+    rows = labels if labels.shape[0] == x.shape[0] else labels.reshape(x.shape[0], -1)
+    np.save(ynpy, rows.astype(np.int32))
     mpc("import-onnx", onnx_path, "-o", m_json, "--input", in_spec,
         "--loss", "softmax_cross_entropy", "--lr", LR, "--params-out", init)
     mpc("compile", m_json, "-o", plan)
