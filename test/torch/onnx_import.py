@@ -15,7 +15,11 @@ mode (torch.onnx.export, dynamic batch axis, do_constant_folding=False):
      the unbiased one (batchnorm_crosscheck.py checks that difference); the
      script prints the ratio it sees. The running mean is compared.
   2. inference: `mpc import-onnx --inference`, `mpc run --output OUT=...`
-     against model.eval()(x).
+     against model.eval()(x);
+  3. for the MLP and attn17-seq, the training of 1. over two devices,
+     pipelined 1F1B: the MLP placed by the cost model (--placement=auto),
+     attn17-seq cut by hand (import --group, compile --map); the losses and
+     parameters must match PyTorch as the one-device run does.
 
 Models:
   mlp            Linear-ReLU-Linear-GELU(exact)-Linear, opset 14 (Gemm; the
@@ -199,7 +203,8 @@ def export(model, example, path, in_name, opset, fuse_bn):
                           opset_version=opset, do_constant_folding=False)
 
 
-def check_training(tag, d, onnx_path, model, x, xnpy, labels, in_name, in_spec):
+def check_training(tag, d, onnx_path, model, x, xnpy, labels, in_name, in_spec,
+                   import_extra=(), compile_extra=()):
     m_json, plan = os.path.join(d, "train.json"), os.path.join(d, "train.bin")
     init, out = os.path.join(d, "init.safetensors"), os.path.join(d, "out.safetensors")
     ynpy = os.path.join(d, "label.npy")
@@ -208,8 +213,8 @@ def check_training(tag, d, onnx_path, model, x, xnpy, labels, in_name, in_spec):
     rows = labels if labels.shape[0] == x.shape[0] else labels.reshape(x.shape[0], -1)
     np.save(ynpy, rows.astype(np.int32))
     mpc("import-onnx", onnx_path, "-o", m_json, "--input", in_spec,
-        "--loss", "softmax_cross_entropy", "--lr", LR, "--params-out", init)
-    mpc("compile", m_json, "-o", plan)
+        "--loss", "softmax_cross_entropy", "--lr", LR, "--params-out", init, *import_extra)
+    mpc("compile", m_json, "-o", plan, *compile_extra)
     log = mpc("run", plan, "--input", "%s=%s" % (in_name, xnpy), "--input", "label=" + ynpy,
               "--steps", STEPS, "--log-every", 1, "--init", init, "--save", out)
     mine_losses = [float(v) for v in re.findall(r"step \d+ loss (\S+)", log)]
@@ -303,7 +308,7 @@ def check_inference(tag, d, onnx_path, model, x, xnpy, in_name, in_spec):
     return "logits match model.eval() (max rel diff %.2e)" % rel_diff(got, want)
 
 
-def run_model(tag, make, opset, x, labels, in_name, fuse_bn=False, train=True):
+def run_model(tag, make, opset, x, labels, in_name, fuse_bn=False, train=True, parallel=()):
     d = os.path.join(WORK, tag)
     os.makedirs(d, exist_ok=True)
     torch.manual_seed(0)
@@ -326,6 +331,14 @@ def run_model(tag, make, opset, x, labels, in_name, fuse_bn=False, train=True):
         checks.append(("training %d steps" % STEPS,
                        lambda: check_training(tag, d, onnx_path, model, x, xnpy, labels,
                                               in_name, in_spec)))
+        # The same training over several devices: the numbers must not move.
+        for what, import_extra, compile_extra in parallel:
+            sub = os.path.join(d, what.split(",")[0].replace(" ", "-"))
+            os.makedirs(sub, exist_ok=True)
+            checks.append(("training %d steps, %s" % (STEPS, what),
+                           lambda sub=sub, i=import_extra, c=compile_extra: check_training(
+                               tag, sub, onnx_path, model, x, xnpy, labels, in_name, in_spec,
+                               i, c)))
     failures = 0
     for what, fn in checks:
         try:
@@ -350,7 +363,9 @@ def main():
     # (tag, module factory, opset, input, labels, input name, run_model options)
     cases = [
         ("mlp", MLP, 14, rng.standard_normal((B, 6)).astype(np.float32),
-         rng.integers(0, 5, B), "x", {}),
+         rng.integers(0, 5, B), "x",
+         {"parallel": [("auto-placed on 2 devices, 3 micro-batches, 1F1B", (),
+                        ("--placement=auto", "--devices=cpu:0,cpu:1", "--microbatches", "3"))]}),
         ("cnn", CNN, 13, img, img_labels, "x", {}),
         # The same CNN as torch.onnx.export writes it by default: the BatchNorm
         # folded into conv1 (initializers onnx::Conv_N), so inference only; no
@@ -368,7 +383,12 @@ def main():
         ("attn14-seq", lambda: Attn(fill=-1e9, out="seq"), 14, ids,
          tok_labels.reshape(B, Attn.T), "ids", {}),
         ("attn17-seq", lambda: Attn(fill=-1e9, out="seq"), 17, ids,
-         tok_labels.reshape(B, Attn.T), "ids", {}),
+         tok_labels.reshape(B, Attn.T), "ids",
+         # Micro-batches split the batch axis, which [B*T, V] logits mix:
+         # the pipelined run takes the [B, T, V] form.
+         {"parallel": [("split by --group on 2 devices, 2 micro-batches, 1F1B",
+                        ("--group", "^/(emb|ln1|q|k|v)/=stage0", "--group", ".=stage1"),
+                        ("--map", "stage0=cpu:0,stage1=cpu:1", "--microbatches", "2"))]}),
         # Finite fill, logits averaged over T to [B, V] (labels [B]): trains
         # the attention block through a (batch, classes) output.
         ("attn14-pool", lambda: Attn(fill=-1e9, out="pool"), 14, ids, tok_labels[:B], "ids", {}),
