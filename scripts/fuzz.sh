@@ -52,9 +52,11 @@ declare -A seeds=(
   [fuzz-mxnet-symbol-reader]="$build/test/fuzz/mxnet-corpus/symbol test/lit/import-mxnet/Inputs"
   [fuzz-mxnet-params-reader]="$build/test/fuzz/mxnet-corpus/params"
   [fuzz-flag-parser]="$fuzz/seeds/flag-lines"
+  [fuzz-onnx-import]="test/fuzz/onnx-corpus /usr/share/libonnx-testdata/data/node"
 )
 all=(fuzz-json-reader fuzz-plan-reader fuzz-npy-reader fuzz-safetensors-reader
-     fuzz-checkpoint-reader fuzz-mxnet-symbol-reader fuzz-mxnet-params-reader fuzz-flag-parser)
+     fuzz-checkpoint-reader fuzz-mxnet-symbol-reader fuzz-mxnet-params-reader fuzz-flag-parser
+     fuzz-onnx-import)
 ((${#targets[@]})) || targets=("${all[@]}")
 for t in "${targets[@]}"; do
   [[ -n "${seeds[$t]:-}" ]] || { echo "fuzz.sh: no target '$t' (targets: ${all[*]})" >&2; exit 1; }

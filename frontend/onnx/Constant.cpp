@@ -21,6 +21,12 @@ std::string dimsText(const std::vector<int64_t> &shape) {
   return out + "]";
 }
 
+int64_t toInt(double v) {
+  if (!(std::fabs(v) <= 9007199254740992.0)) // 2^53, and not NaN
+    throw RuleError("integer value " + std::to_string(v) + " is out of range");
+  return int64_t(v);
+}
+
 bool Const::uniform() const {
   return !values.empty() &&
          std::all_of(values.begin(), values.end(), [&](double v) { return v == values[0]; });
@@ -39,9 +45,16 @@ Const::Kind kindOfElementType(int32_t type) {
 
 namespace {
 
+/// A shape's element count; a negative dimension or more elements than the
+/// import folds (kMaxFoldElements) is an error, not an overflow.
 int64_t product(const std::vector<int64_t> &s) {
   int64_t p = 1;
-  for (int64_t d : s) p *= d;
+  for (int64_t d : s) {
+    if (d < 0) throw RuleError("negative dimension in " + dimsText(s));
+    if (__builtin_mul_overflow(p, d, &p) || p > kMaxFoldElements)
+      throw RuleError("a value of shape " + dimsText(s) + " is too large to fold at import (more "
+                      "than " + std::to_string(kMaxFoldElements) + " elements)");
+  }
   return p;
 }
 
@@ -243,7 +256,7 @@ int64_t normAxis(int64_t axis, int64_t rank) {
 
 std::vector<int64_t> ints(const Const &c) {
   std::vector<int64_t> v;
-  for (double x : c.values) v.push_back(int64_t(x));
+  for (double x : c.values) v.push_back(toInt(x));
   return v;
 }
 
@@ -351,7 +364,9 @@ std::optional<std::vector<Const>> fold(const ::onnx::NodeProto &n, int64_t opset
     if (delta == 0) throw RuleError("Range with delta 0");
     Const r;
     r.kind = need(0).kind;
-    int64_t count = std::max<int64_t>(int64_t(std::ceil((limit - start) / delta)), 0);
+    double n = std::ceil((limit - start) / delta);
+    if (!(n <= double(kMaxFoldElements))) throw RuleError("Range of too many elements to fold");
+    int64_t count = std::max<int64_t>(int64_t(n), 0);
     for (int64_t i = 0; i < count; ++i) r.values.push_back(start + double(i) * delta);
     r.shape = {count};
     return std::vector<Const>{r};
@@ -437,9 +452,9 @@ std::optional<std::vector<Const>> fold(const ::onnx::NodeProto &n, int64_t opset
     for (int64_t k = axis + 1; k < rank; ++k) inner *= x.shape[size_t(k)];
     for (int64_t o = 0; o < outer; ++o)
       for (double iv : idx.values) {
-        int64_t i = int64_t(iv);
+        int64_t i = toInt(iv);
         if (i < 0) i += dim;
-        if (i < 0 || i >= dim) throw RuleError("Gather index " + std::to_string(int64_t(iv)) + " out of range");
+        if (i < 0 || i >= dim) throw RuleError("Gather index " + std::to_string(toInt(iv)) + " out of range");
         for (int64_t k = 0; k < inner; ++k)
           r.values.push_back(x.values[size_t((o * dim + i) * inner + k)]);
       }
@@ -454,7 +469,7 @@ std::optional<std::vector<Const>> fold(const ::onnx::NodeProto &n, int64_t opset
     r.kind = x.kind;
     if (op == "Trilu") {
       if (rank < 2) throw RuleError("Trilu of rank < 2");
-      int64_t kk = in.size() > 1 && in[1] ? int64_t(in[1]->values.at(0)) : 0;
+      int64_t kk = in.size() > 1 && in[1] ? toInt(in[1]->values.at(0)) : 0;
       bool upper = a.getInt("upper", 1) != 0;
       r = x;
       int64_t rows = x.shape[size_t(rank - 2)], cols = x.shape[size_t(rank - 1)];

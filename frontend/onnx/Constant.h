@@ -19,6 +19,13 @@
 
 namespace mpc::frontend::onnx {
 
+/// The most elements a value folded at import may have.
+inline constexpr int64_t kMaxFoldElements = int64_t(1) << 24;
+
+/// A value read as an integer (a shape, an axis, an index); throws
+/// RuleError beyond 2^53 or for NaN.
+int64_t toInt(double v);
+
 /// "[2, 3]": a shape in messages.
 std::string dimsText(const std::vector<int64_t> &shape);
 

@@ -70,7 +70,9 @@ namespace {
 
 int64_t product(const Shape &s) {
   int64_t p = 1;
-  for (int64_t d : s) p *= d;
+  for (int64_t d : s)
+    if (d < 0 || __builtin_mul_overflow(p, d, &p))
+      throw RuleError("the shape " + dimsText(s) + " is out of range");
   return p;
 }
 
@@ -88,10 +90,56 @@ std::string sanitize(const std::string &s) {
 
 enum class Role { Param, Running, Frozen };
 
+std::string describe(const ::onnx::NodeProto &n) {
+  std::string name = n.name().empty() ? (n.output_size() ? n.output(0) : "?") : n.name();
+  return "node " + quoteName(name) + " (" + n.op_type() + ")";
+}
+
+std::string unsupportedOpMessage(const std::string &op, int64_t opset) {
+  return "op " + op + " (opset " + std::to_string(opset) + ") is not supported; mpc imports " +
+         supportedOpList();
+}
+
+/// Before the ONNX library infers shapes: every op is one mpc maps, folds,
+/// or fuses (Erf, inside PyTorch's GELU chain).
+void refuseUnsupportedOps(const OnnxFile &f) {
+  for (const auto &n : f.model.graph().node()) {
+    const std::string &op = n.op_type();
+    if (!n.domain().empty() && n.domain() != "ai.onnx")
+      throw UserError(f.file, describe(n), "op domain " + quoteName(n.domain()) +
+                                               " is not supported; mpc imports the default domain");
+    bool known = findOpMapping(op) || foldable(op) || op == "Constant" || op == "Shape" ||
+                 op == "Size" || op == "Erf";
+    if (!known) throw UserError(f.file, describe(n), unsupportedOpMessage(op, f.opset));
+  }
+  // The ONNX library's shape inference indexes dimensions by an op's axis
+  // unchecked for some ops (LayerNormalization in libonnx 1.12): an axis
+  // out of its input's declared rank is refused first.
+  std::map<std::string, int64_t> rank;
+  const ::onnx::GraphProto &g = f.model.graph();
+  for (const auto &t : g.initializer()) rank[t.name()] = t.dims_size();
+  for (const auto *list : {&g.input(), &g.value_info()})
+    for (const auto &v : *list)
+      if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
+        rank[v.name()] = v.type().tensor_type().shape().dim_size();
+  for (const auto &n : g.node()) {
+    if (n.input_size() == 0) continue;
+    auto r = rank.find(n.input(0));
+    const ::onnx::AttributeProto *axis = nullptr;
+    for (const auto &a : n.attribute())
+      if (a.name() == "axis") axis = &a;
+    if (r == rank.end() || !axis) continue;
+    int64_t hi = n.op_type() == "Flatten" ? r->second : r->second - 1;
+    if (axis->i() < -r->second || axis->i() > hi)
+      throw UserError(f.file, describe(n),
+                      "axis " + std::to_string(axis->i()) + " is out of range for input " +
+                          quoteName(n.input(0)) + " of rank " + std::to_string(r->second));
+  }
+}
+
 class Importer final : public MapContext {
 public:
-  Importer(const std::string &file, const ImportOptions &opt)
-      : file_(file), opt_(opt), f_(readOnnxFile(file, opt.inputs)) {}
+  Importer(OnnxFile f, const ImportOptions &opt) : file_(f.file), opt_(opt), f_(std::move(f)) {}
 
   ImportResult run() {
     ::onnx::GraphProto &g = *f_.model.mutable_graph();
@@ -206,10 +254,6 @@ public:
   }
 
 private:
-  static std::string describe(const ::onnx::NodeProto &n) {
-    std::string name = n.name().empty() ? (n.output_size() ? n.output(0) : "?") : n.name();
-    return "node " + quoteName(name) + " (" + n.op_type() + ")";
-  }
 
   std::string sanitizeUnique(const std::string &onnxName) {
     std::string s = sanitize(onnxName), out = s;
@@ -271,7 +315,11 @@ private:
       return;
     }
     if (n.op_type() == "Size") {
-      known_[n.output(0)] = Const{Const::Int, {}, {double(product(shapeOfInput(0)))}};
+      try {
+        known_[n.output(0)] = Const{Const::Int, {}, {double(product(shapeOfInput(0)))}};
+      } catch (const RuleError &e) {
+        fail(e.what());
+      }
       return;
     }
     // PyTorch's exporter writes equal initializers once and the others as
@@ -318,12 +366,15 @@ private:
     if (!m && (foldable(n.op_type()) || n.op_type() == "Size"))
       fail("op " + n.op_type() + " is folded at import only, and input " +
            quoteName(firstUnknownInput(n)) + " is known only at run time");
-    if (!m)
-      fail("op " + n.op_type() + " (opset " + std::to_string(f_.opset) +
-           ") is not supported; mpc imports " + supportedOpList());
+    if (!m) fail(unsupportedOpMessage(n.op_type(), f_.opset));
     outNames_.clear();
     for (const std::string &o : n.output()) outNames_.push_back(o.empty() ? "" : sanitizeUnique(o));
-    std::vector<Value> outs = m->map(*this);
+    std::vector<Value> outs;
+    try {
+      outs = m->map(*this);
+    } catch (const RuleError &e) {
+      fail(e.what());
+    }
     for (size_t k = 0; k < outs.size() && int(k) < n.output_size(); ++k)
       if (!n.output(int(k)).empty()) values_[n.output(int(k))] = outs[k];
     for (int k = int(outs.size()); k < n.output_size(); ++k)
@@ -401,7 +452,7 @@ private:
       return json{{"constant", v}};
     }
     if (s.size() < 2) return "zeros";
-    double fanIn = double(product(s) / s[0]);
+    double fanIn = s[0] > 0 ? double(product(s) / s[0]) : 1.0;
     double b = 1 / std::sqrt(std::max(fanIn, 1.0));
     return json{{"uniform", {{"low", -b}, {"high", b}}}};
   }
@@ -587,7 +638,8 @@ private:
       bool complete = true;
       for (int64_t d : it->second) complete &= d >= 0;
       const ir::Node *n = g->find(v.name);
-      if (!complete || !n) continue;
+      // Inputs and parameters take their shapes from the file itself.
+      if (!complete || !n || !n->isOp()) continue;
       Shape have(n->type.shape.begin(), n->type.shape.end());
       if (have != it->second)
         throw InternalError("import-onnx: value '" + onnxName + "' has shape " +
@@ -622,7 +674,12 @@ private:
 } // namespace
 
 ImportResult importOnnx(const std::string &file, const ImportOptions &options) {
-  return Importer(file, options).run();
+  return Importer(readOnnxFile(file, options.inputs, refuseUnsupportedOps), options).run();
+}
+
+ImportResult importOnnxBytes(const std::string &bytes, const std::string &file,
+                             const ImportOptions &options) {
+  return Importer(parseOnnxFile(bytes, file, options.inputs, refuseUnsupportedOps), options).run();
 }
 
 } // namespace mpc::frontend::onnx

@@ -51,6 +51,9 @@ struct ImportResult {
 };
 
 ImportResult importOnnx(const std::string &file, const ImportOptions &options);
+/// The same from the file's bytes (`file` names it in messages).
+ImportResult importOnnxBytes(const std::string &bytes, const std::string &file,
+                             const ImportOptions &options);
 
 /// Parses "REGEX=GROUP" (--group); throws UserError naming the flag.
 std::pair<std::string, std::string> parseGroupRule(const std::string &text);

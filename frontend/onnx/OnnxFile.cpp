@@ -45,14 +45,20 @@ std::vector<int64_t> shapeOf(const ::onnx::TypeProto &t) {
 
 } // namespace
 
-OnnxFile readOnnxFile(const std::string &file, const std::vector<InputSpec> &inputs) {
-  OnnxFile f;
-  f.file = file;
+OnnxFile readOnnxFile(const std::string &file, const std::vector<InputSpec> &inputs,
+                      const BeforeCheck &beforeCheck) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw UserError(file, "", "cannot open file");
   std::stringstream bytes;
   bytes << in.rdbuf();
-  if (!f.model.ParseFromString(bytes.str()))
+  return parseOnnxFile(bytes.str(), file, inputs, beforeCheck);
+}
+
+OnnxFile parseOnnxFile(const std::string &bytes, const std::string &file,
+                       const std::vector<InputSpec> &inputs, const BeforeCheck &beforeCheck) {
+  OnnxFile f;
+  f.file = file;
+  if (!f.model.ParseFromString(bytes))
     throw UserError(file, "", "not an ONNX model (the protobuf does not parse as a ModelProto)");
   bool found = false;
   for (const auto &o : f.model.opset_import())
@@ -70,6 +76,7 @@ OnnxFile readOnnxFile(const std::string &file, const std::vector<InputSpec> &inp
                     "opset " + std::to_string(f.opset) + " is not supported: mpc imports opsets " +
                         std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) +
                         " (re-export with torch.onnx.export(..., opset_version=17))");
+  if (beforeCheck) beforeCheck(f);
   // Fix the dimensions --input gives.
   ::onnx::GraphProto *g = f.model.mutable_graph();
   std::set<std::string> initializers;

@@ -14,6 +14,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -30,9 +31,18 @@ struct OnnxFile {
   std::map<std::string, std::vector<int64_t>> shapes;
 };
 
+/// Called on the parsed model before the ONNX library checks it and infers
+/// its shapes: the importer refuses ops it does not import there, so the
+/// library's shape inference runs only on ops mpc knows.
+using BeforeCheck = std::function<void(const OnnxFile &)>;
+
 /// Reads, fixes the --input dimensions, checks and infers shapes. Throws
 /// UserError naming the file (and the input or node).
-OnnxFile readOnnxFile(const std::string &file, const std::vector<InputSpec> &inputs);
+OnnxFile readOnnxFile(const std::string &file, const std::vector<InputSpec> &inputs,
+                      const BeforeCheck &beforeCheck);
+/// The same from the file's bytes; `file` names it in messages.
+OnnxFile parseOnnxFile(const std::string &bytes, const std::string &file,
+                       const std::vector<InputSpec> &inputs, const BeforeCheck &beforeCheck);
 
 /// The ONNX element type's name ("float", "int64").
 std::string elementTypeName(int32_t type);

@@ -7,12 +7,14 @@
 //===----------------------------------------------------------------------===//
 #include "frontend/onnx/OpMapping.h"
 
+#include "support/Error.h"
 #include "support/StringUtil.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 
 namespace mpc::frontend::onnx {
 
@@ -22,7 +24,9 @@ namespace {
 
 int64_t product(const Shape &s, size_t from = 0, size_t to = SIZE_MAX) {
   int64_t p = 1;
-  for (size_t i = from; i < std::min(to, s.size()); ++i) p *= s[i];
+  for (size_t i = from; i < std::min(to, s.size()); ++i)
+    if (s[i] < 0 || __builtin_mul_overflow(p, s[i], &p))
+      throw RuleError("the shape " + dimsText(s) + " is out of range");
   return p;
 }
 
@@ -47,7 +51,11 @@ std::vector<int64_t> constInts(MapContext &c, size_t i, const char *what) {
     c.fail(std::string(what) + " (input " + std::to_string(i) +
            ") must be known at import (a constant or computed from shapes)");
   std::vector<int64_t> v;
-  for (double x : k->values) v.push_back(int64_t(x));
+  try {
+    for (double x : k->values) v.push_back(toInt(x));
+  } catch (const RuleError &e) {
+    c.fail(std::string(what) + ": " + e.what());
+  }
   return v;
 }
 
@@ -105,6 +113,206 @@ std::vector<Value> mapLeakyRelu(MapContext &c) {
   Value rneg = c.emit(c.tmpName("relu_neg"), "relu", {neg}, json::object(), x.shape);
   Value scaled = c.emit(c.tmpName("scaled"), "scale", {rneg}, json{{"value", alpha}}, x.shape);
   return one(c.emit(c.outName(0), "sub", {pos, scaled}, json::object(), x.shape));
+}
+
+/// A scalar constant, for the compositions below.
+Value scalar(MapContext &c, const std::string &suffix, double v) {
+  return c.emit(c.tmpName(suffix), "fill", {}, json{{"value", v}, {"shape", json::array()}}, {});
+}
+
+Value op1(MapContext &c, const std::string &name, const char *op, const Value &x, json attrs = json::object()) {
+  return c.emit(name, op, {x}, std::move(attrs), x.shape);
+}
+
+Value op2(MapContext &c, const std::string &name, const char *op, const Value &a, const Value &b) {
+  return c.emit(name, op, {a, b}, json::object(), broadcast(c, a.shape, b.shape));
+}
+
+// Activations composed of mpc ops (each differentiable, so training needs
+// no rule of its own). Where the input is in the range an op passes
+// through, the result is x itself, bit for bit.
+
+/// |x| = relu(x) + relu(-x).
+Value absOf(MapContext &c, const std::string &name, const Value &x) {
+  Value pos = op1(c, c.tmpName("abs_pos"), "relu", x);
+  Value neg = op1(c, c.tmpName("abs_neg"), "relu", op1(c, c.tmpName("abs_negx"), "neg", x));
+  return op2(c, name, "add", pos, neg);
+}
+
+/// clip(x, lo, hi) = x - relu(x - hi) + relu(lo - x), either bound optional.
+Value clipOf(MapContext &c, const std::string &name, Value x, std::optional<double> lo,
+             std::optional<double> hi) {
+  if (hi) {
+    Value over = op1(c, c.tmpName("over"), "relu", op2(c, c.tmpName("minus_hi"), "sub", x, scalar(c, "hi", *hi)));
+    x = op2(c, lo ? c.tmpName("clipped_hi") : name, "sub", x, over);
+  }
+  if (lo) {
+    Value under = op1(c, c.tmpName("under"), "relu", op2(c, c.tmpName("lo_minus"), "sub", scalar(c, "lo", *lo), x));
+    x = op2(c, name, "add", x, under);
+  }
+  if (!lo && !hi) return op1(c, name, "reshape", x, json{{"shape", x.shape}});
+  return x;
+}
+
+/// relu(x) + alpha * (exp(min(x, 0) / scale) - 1), min(x, 0) = -relu(-x):
+/// ELU (scale 1), CELU (scale alpha).
+Value expLinear(MapContext &c, const std::string &name, const Value &x, double alpha, double scale) {
+  Value pos = op1(c, c.tmpName("pos"), "relu", x);
+  Value negPart = op1(c, c.tmpName("neg_part"), "neg",
+                      op1(c, c.tmpName("relu_neg"), "relu", op1(c, c.tmpName("negx"), "neg", x)));
+  if (scale != 1.0) negPart = op1(c, c.tmpName("scaled_in"), "scale", negPart, json{{"value", 1.0 / scale}});
+  Value em1 = op2(c, c.tmpName("expm1"), "sub", op1(c, c.tmpName("exp"), "exp", negPart), scalar(c, "one", 1.0));
+  return op2(c, name, "add", pos, op1(c, c.tmpName("alpha"), "scale", em1, json{{"value", alpha}}));
+}
+
+std::vector<Value> mapAbs(MapContext &c) { return one(absOf(c, c.outName(0), floatData(c, 0))); }
+
+std::vector<Value> mapReciprocal(MapContext &c) {
+  Value x = floatData(c, 0);
+  return one(op2(c, c.outName(0), "div", scalar(c, "one", 1.0), x));
+}
+
+std::vector<Value> mapClip(MapContext &c) {
+  Value x = floatData(c, 0);
+  std::optional<double> lo, hi;
+  if (c.opset() < 11) {
+    lo = c.attrs().getFloat("min", -3.4028234663852886e38);
+    hi = c.attrs().getFloat("max", 3.4028234663852886e38);
+  } else {
+    for (size_t i : {size_t(1), size_t(2)}) {
+      if (!c.has(i)) continue;
+      const Const *b = c.constant(i);
+      if (!b || !b->scalarLike()) c.fail("min and max must be constants");
+      (i == 1 ? lo : hi) = b->values[0];
+    }
+  }
+  return one(clipOf(c, c.outName(0), x, lo, hi));
+}
+
+std::vector<Value> mapElu(MapContext &c) {
+  return one(expLinear(c, c.outName(0), floatData(c, 0), c.attrs().getFloat("alpha", 1.0), 1.0));
+}
+
+std::vector<Value> mapCelu(MapContext &c) {
+  double alpha = c.attrs().getFloat("alpha", 1.0);
+  if (alpha == 0) c.fail("alpha must not be 0");
+  return one(expLinear(c, c.outName(0), floatData(c, 0), alpha, alpha));
+}
+
+std::vector<Value> mapSelu(MapContext &c) {
+  double alpha = c.attrs().getFloat("alpha", 1.67326319217681884765625);
+  double gamma = c.attrs().getFloat("gamma", 1.05070102214813232421875);
+  Value e = expLinear(c, c.tmpName("elu"), floatData(c, 0), alpha, 1.0);
+  return one(op1(c, c.outName(0), "scale", e, json{{"value", gamma}}));
+}
+
+/// max(0, min(1, alpha x + beta)); HardSwish is x times it (alpha 1/6).
+Value hardSigmoidOf(MapContext &c, const std::string &name, const Value &x, double alpha, double beta) {
+  Value y = op2(c, c.tmpName("affine"), "add", op1(c, c.tmpName("alpha_x"), "scale", x, json{{"value", alpha}}),
+                scalar(c, "beta", beta));
+  return clipOf(c, name, y, 0.0, 1.0);
+}
+
+std::vector<Value> mapHardSigmoid(MapContext &c) {
+  return one(hardSigmoidOf(c, c.outName(0), floatData(c, 0), c.attrs().getFloat("alpha", 0.2),
+                           c.attrs().getFloat("beta", 0.5)));
+}
+
+std::vector<Value> mapHardSwish(MapContext &c) {
+  Value x = floatData(c, 0);
+  return one(op2(c, c.outName(0), "mul", x, hardSigmoidOf(c, c.tmpName("hard_sigmoid"), x, 1.0 / 6, 0.5)));
+}
+
+/// relu(x) - slope * relu(-x), slope broadcast to x.
+std::vector<Value> mapPRelu(MapContext &c) {
+  Value x = floatData(c, 0), slope = floatData(c, 1);
+  Value pos = op1(c, c.tmpName("pos"), "relu", x);
+  Value neg = op1(c, c.tmpName("relu_neg"), "relu", op1(c, c.tmpName("negx"), "neg", x));
+  Value scaled = op2(c, c.tmpName("scaled"), "mul", neg, slope);
+  if (scaled.shape != x.shape) c.fail("slope " + dimsText(slope.shape) + " must broadcast to the input");
+  return one(op2(c, c.outName(0), "sub", pos, scaled));
+}
+
+/// x / (1 + |x|).
+std::vector<Value> mapSoftsign(MapContext &c) {
+  Value x = floatData(c, 0);
+  Value den = op2(c, c.tmpName("den"), "add", scalar(c, "one", 1.0), absOf(c, c.tmpName("abs"), x));
+  return one(op2(c, c.outName(0), "div", x, den));
+}
+
+/// Sum and Mean of any number of inputs, broadcasting, added in order.
+std::vector<Value> mapVariadic(MapContext &c, bool mean) {
+  std::vector<Value> in;
+  for (int i = 0; i < c.node().input_size(); ++i)
+    if (c.has(size_t(i))) in.push_back(floatData(c, size_t(i)));
+  if (in.empty()) c.fail("no inputs");
+  Value acc = in[0];
+  for (size_t i = 1; i < in.size(); ++i)
+    acc = op2(c, i + 1 == in.size() && !mean ? c.outName(0) : c.tmpName("sum" + std::to_string(i)),
+              "add", acc, in[i]);
+  if (mean && in.size() > 1)
+    return one(op1(c, c.outName(0), "scale", acc, json{{"value", 1.0 / double(in.size())}}));
+  if (in.size() == 1) return one(op1(c, c.outName(0), "reshape", acc, json{{"shape", acc.shape}}));
+  return one(acc);
+}
+
+std::vector<Value> mapTile(MapContext &c) {
+  Value x = c.data(0);
+  std::vector<int64_t> repeats = constInts(c, 1, "repeats");
+  if (repeats.size() != x.shape.size()) c.fail("repeats must give one count per axis");
+  std::vector<size_t> axes;
+  for (size_t k = 0; k < repeats.size(); ++k) {
+    if (repeats[k] < 1) c.fail("repeats must be positive");
+    if (repeats[k] > 1) axes.push_back(k);
+  }
+  if (axes.empty()) return one(op1(c, c.outName(0), "reshape", x, json{{"shape", x.shape}}));
+  for (size_t j = 0; j < axes.size(); ++j) {
+    size_t k = axes[j];
+    Shape s = x.shape;
+    s[k] *= repeats[k];
+    std::vector<Value> copies(size_t(repeats[k]), x);
+    x = c.emit(j + 1 == axes.size() ? c.outName(0) : c.tmpName("axis" + std::to_string(k)), "concat",
+               copies, json{{"axis", k}}, s, x.i32);
+  }
+  return one(x);
+}
+
+std::vector<Value> mapGlobalMaxPool(MapContext &c) {
+  Value x = floatData(c, 0);
+  if (x.shape.size() != 4) c.fail("only [N, C, H, W] inputs are supported");
+  std::vector<int64_t> k = {x.shape[2], x.shape[3]};
+  return one(c.emit(c.outName(0), "max_pool2d", {x}, json{{"kernel", k}, {"stride", k}},
+                    {x.shape[0], x.shape[1], 1, 1}));
+}
+
+/// ReduceSumSquare, ReduceL1, ReduceLogSumExp over mpc's sum.
+std::vector<Value> mapReduceComposed(MapContext &c, const char *kind) {
+  Value x = floatData(c, 0);
+  std::string k = kind;
+  Value in = k == "sumsquare" ? op2(c, c.tmpName("square"), "mul", x, x)
+             : k == "l1"      ? absOf(c, c.tmpName("abs"), x)
+                              : op1(c, c.tmpName("exp"), "exp", x);
+  int64_t rank = int64_t(x.shape.size());
+  std::vector<int64_t> axes = axesOf(c, 18, 1);
+  bool keep = c.attrs().getInt("keepdims", 1) != 0;
+  if (axes.empty()) {
+    if (c.attrs().getInt("noop_with_empty_axes", 0)) c.fail("noop_with_empty_axes is not supported");
+    for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
+  }
+  std::vector<bool> reduced(size_t(rank), false);
+  for (int64_t &a : axes) {
+    a = axisOf(c, a, rank);
+    reduced[size_t(a)] = true;
+  }
+  std::sort(axes.begin(), axes.end());
+  Shape s;
+  for (int64_t a = 0; a < rank; ++a)
+    if (!reduced[size_t(a)]) s.push_back(x.shape[size_t(a)]);
+    else if (keep) s.push_back(1);
+  bool logOf = k == "logsumexp";
+  Value sum = c.emit(logOf ? c.tmpName("sum") : c.outName(0), "sum", {in},
+                     json{{"axes", axes}, {"keepdims", keep}}, s);
+  return one(logOf ? op1(c, c.outName(0), "log", sum) : sum);
 }
 
 std::vector<Value> mapPow(MapContext &c) {
@@ -240,9 +448,14 @@ std::vector<Value> mapPool(MapContext &c, bool max) {
   Shape out = {x.shape[0], x.shape[1], 0, 0};
   for (size_t k = 0; k < 2; ++k) {
     int64_t span = x.shape[2 + k] + 2 * pad[k] - kernel[k];
+    if (span < 0) c.fail("the kernel " + dimsText(kernel) + " is larger than the padded input");
     int64_t o = (ceil ? (span + stride[k] - 1) / stride[k] : span / stride[k]) + 1;
-    // A window that would start in the padding only is dropped (PyTorch).
-    if (ceil && (o - 1) * stride[k] >= x.shape[2 + k] + pad[k]) --o;
+    // mpc pools as PyTorch does: a last window that would start in the
+    // padding is dropped. ONNX before opset 19 keeps it.
+    if (ceil && (o - 1) * stride[k] >= x.shape[2 + k] + pad[k])
+      c.fail("ceil_mode: ONNX's output size " + std::to_string(o) + " along axis " +
+             std::to_string(2 + k) + " counts a window that starts in the padding, which mpc "
+             "(as PyTorch) drops");
     out[2 + k] = o;
   }
   json attrs = {{"kernel", kernel}, {"stride", stride}, {"padding", pad}, {"ceil_mode", ceil}};
@@ -483,9 +696,9 @@ std::vector<Value> mapGather(MapContext &c) {
     int64_t d = x.shape[size_t(axis)];
     std::vector<Value> parts;
     for (size_t k = 0; k < idx->values.size(); ++k) {
-      int64_t i = int64_t(idx->values[k]);
+      int64_t i = toInt(idx->values[k]);
       if (i < 0) i += d;
-      if (i < 0 || i >= d) c.fail("index " + std::to_string(int64_t(idx->values[k])) + " is out of range");
+      if (i < 0 || i >= d) c.fail("index " + std::to_string(toInt(idx->values[k])) + " is out of range");
       parts.push_back(sliceAxis(c, c.tmpName("index" + std::to_string(k)), x, axis, i, i + 1));
     }
     Shape out(x.shape.begin(), x.shape.begin() + axis);
@@ -614,14 +827,18 @@ std::vector<Value> mapWhere(MapContext &c) {
 
 const std::vector<OpMapping> &table() {
   static const std::vector<OpMapping> t = {
+      {"Abs", "relu, neg, add", mapAbs},
       {"Add", "add", [](MapContext &c) { return binary(c, "add"); }},
       {"AveragePool", "avg_pool2d", [](MapContext &c) { return mapPool(c, false); }},
       {"BatchNormalization", "batch_norm (batch statistics in training models)", mapBatchNormalization},
       {"Cast", "nothing (int64 <-> int32, float -> float)", mapCast},
+      {"Celu", "relu, neg, scale, exp, sub, add", mapCelu},
+      {"Clip", "sub, relu, add (x itself within the bounds)", mapClip},
       {"Concat", "concat", mapConcat},
       {"Conv", "conv2d (1-d through a reshape)", mapConv},
       {"Div", "div", [](MapContext &c) { return binary(c, "div"); }},
       {"Dropout", "dropout (training models), nothing (inference)", mapDropout},
+      {"Elu", "relu, neg, exp, sub, scale, add", mapElu},
       {"Exp", "exp", [](MapContext &c) { return unary(c, "exp"); }},
       {"Expand", "broadcast_to", mapExpand},
       {"Flatten", "flatten or reshape", mapFlatten},
@@ -629,6 +846,9 @@ const std::vector<OpMapping> &table() {
       {"Gelu", "gelu (also PyTorch's Div-Erf-Add-Mul-Mul)", mapGelu},
       {"Gemm", "matmul, scale, add", mapGemm},
       {"GlobalAveragePool", "global_avg_pool2d", mapGlobalAveragePool},
+      {"GlobalMaxPool", "max_pool2d (the whole image)", mapGlobalMaxPool},
+      {"HardSigmoid", "scale, add, and Clip's ops", mapHardSigmoid},
+      {"HardSwish", "HardSigmoid's ops, mul", mapHardSwish},
       {"Identity", "nothing", mapIdentity},
       {"LayerNormalization", "layer_norm (also the ReduceMean-Sub-Pow-Sqrt-Div chain)", mapLayerNormalization},
       {"LeakyRelu", "relu, neg, scale, sub", mapLeakyRelu},
@@ -636,21 +856,31 @@ const std::vector<OpMapping> &table() {
       {"LogSoftmax", "log_softmax", [](MapContext &c) { return mapSoftmax(c, "log_softmax"); }},
       {"MatMul", "matmul", mapMatMul},
       {"MaxPool", "max_pool2d", [](MapContext &c) { return mapPool(c, true); }},
+      {"Mean", "add, scale", [](MapContext &c) { return mapVariadic(c, true); }},
       {"Mul", "mul", [](MapContext &c) { return binary(c, "mul"); }},
       {"Neg", "neg", [](MapContext &c) { return unary(c, "neg"); }},
       {"Pad", "nothing (no padding), or the padding of the Conv or AveragePool it feeds", mapPad},
+      {"PRelu", "relu, neg, mul, sub", mapPRelu},
       {"Pow", "mul (exponent 2)", mapPow},
+      {"Reciprocal", "div", mapReciprocal},
+      {"ReduceL1", "Abs's ops, sum", [](MapContext &c) { return mapReduceComposed(c, "l1"); }},
+      {"ReduceLogSumExp", "exp, sum, log", [](MapContext &c) { return mapReduceComposed(c, "logsumexp"); }},
       {"ReduceMean", "mean", [](MapContext &c) { return mapReduce(c, "mean"); }},
       {"ReduceSum", "sum", [](MapContext &c) { return mapReduce(c, "sum"); }},
+      {"ReduceSumSquare", "mul, sum", [](MapContext &c) { return mapReduceComposed(c, "sumsquare"); }},
       {"Relu", "relu", [](MapContext &c) { return unary(c, "relu"); }},
       {"Reshape", "reshape", mapReshape},
+      {"Selu", "Elu's ops, scale", mapSelu},
       {"Sigmoid", "sigmoid", [](MapContext &c) { return unary(c, "sigmoid"); }},
       {"Slice", "slice", mapSlice},
       {"Softmax", "softmax", [](MapContext &c) { return mapSoftmax(c, "softmax"); }},
+      {"Softsign", "Abs's ops, add, div", mapSoftsign},
       {"Split", "slice", mapSplit},
       {"Squeeze", "reshape", [](MapContext &c) { return mapSqueeze(c, true); }},
       {"Sub", "sub", [](MapContext &c) { return binary(c, "sub"); }},
+      {"Sum", "add", [](MapContext &c) { return mapVariadic(c, false); }},
       {"Tanh", "tanh", [](MapContext &c) { return unary(c, "tanh"); }},
+      {"Tile", "concat", mapTile},
       {"Transpose", "transpose", mapTranspose},
       {"Unsqueeze", "reshape", [](MapContext &c) { return mapSqueeze(c, false); }},
       {"Where", "causal_mask (a constant causal condition)", mapWhere},

@@ -24,6 +24,10 @@ the figure docs/import-onnx.md and the README state:
     N of M supported node tests pass, K skipped (unsupported op), F skipped (folded at import only)
 
 usage: conformance.py MPC TESTDATA_NODE_DIR WORK_DIR [--only NAME ...] [--jobs J] [--verbose]
+                      [--update-known]
+--update-known rewrites known-failures.txt to the failures of this run,
+keeping the reasons of tests already listed and giving new ones the error
+text, to be edited into a reason.
 Skipped (exit 77) without numpy, onnx (python3-onnx) or the test data, failing
 under CI=true (test/torch/torch_guard.py's rule).
 """
@@ -175,6 +179,7 @@ def main():
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--update-known", action="store_true")
     a = ap.parse_args()
     if not os.path.isdir(a.testdata):
         skip_or_fail("no ONNX node tests at %s" % a.testdata, "install libonnx-testdata")
@@ -193,7 +198,14 @@ def main():
                 results[futures[f]] = f.result()
             except Exception as e:  # a broken test file, a timeout
                 results[futures[f]] = ("fail", "%s: %s" % (type(e).__name__, e))
-    known = read_known(os.path.join(os.path.dirname(os.path.abspath(__file__)), "known-failures.txt"))
+    known_file = os.path.join(os.path.dirname(os.path.abspath(__file__)), "known-failures.txt")
+    known = read_known(known_file)
+    if a.update_known and not a.only:
+        header = [l.rstrip("\n") for l in open(known_file) if l.startswith("#") or not l.strip()]
+        rows = sorted((known.get(n, r), n) for n, (st, r) in results.items() if st == "fail")
+        with open(known_file, "w") as f:
+            f.write("\n".join([h for h in header if h] + [""] + ["%s %s" % (n, r) for r, n in rows]) + "\n")
+        known = read_known(known_file)
     counts = {"pass": 0, "fail": 0, "unsupported": 0, "folded": 0}
     problems = []
     for name in sorted(results):
