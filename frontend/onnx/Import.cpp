@@ -641,6 +641,11 @@ private:
       // Inputs and parameters take their shapes from the file itself.
       if (!complete || !n || !n->isOp()) continue;
       Shape have(n->type.shape.begin(), n->type.shape.end());
+      if (have != it->second && f_.declared.count(onnxName))
+        throw UserError(file_, "value " + onnxName,
+                        "the model declares " + quoteName(onnxName) + " of shape " +
+                            dimsText(it->second) + ", but the node that makes it computes " +
+                            dimsText(have));
       if (have != it->second)
         throw InternalError("import-onnx: value '" + onnxName + "' has shape " +
                             dimsText(it->second) + " by ONNX's inference but " + n->type.str() +

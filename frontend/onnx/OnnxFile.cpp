@@ -117,6 +117,25 @@ OnnxFile parseOnnxFile(const std::string &bytes, const std::string &file,
     shape->clear_dim();
     for (int64_t d : spec.shape) shape->add_dim()->set_dim_value(d);
   }
+  // A value declared twice must be declared alike (ONNX's inference takes
+  // one of them on trust).
+  std::map<std::string, std::vector<int64_t>> declaredShape;
+  for (const auto *list : {&g->input(), &g->output(), &g->value_info()})
+    for (const auto &v : *list) {
+      if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) continue;
+      std::vector<int64_t> s = shapeOf(v.type());
+      auto [it, fresh] = declaredShape.emplace(v.name(), s);
+      auto differ = [](const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
+        if (a.size() != b.size()) return true;
+        for (size_t k = 0; k < a.size(); ++k)
+          if (a[k] >= 0 && b[k] >= 0 && a[k] != b[k]) return true; // -1: symbolic
+        return false;
+      };
+      if (!fresh && differ(it->second, s))
+        throw UserError(file, "value " + v.name(),
+                        "value " + quoteName(v.name()) + " is declared twice, with different shapes");
+      if (list != &g->input()) f.declared.insert(v.name());
+    }
   try {
     ::onnx::checker::check_model(f.model);
   } catch (const std::exception &e) {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct OnnxFile {
   int64_t opset = 0; ///< the default domain's
   /// Shapes after inference, by value name (dimensions unknown: -1).
   std::map<std::string, std::vector<int64_t>> shapes;
+  /// Values whose shape the file itself declares (graph outputs and
+  /// value_info): ONNX's inference keeps a declaration it cannot check.
+  std::set<std::string> declared;
 };
 
 /// Called on the parsed model before the ONNX library checks it and infers
