@@ -369,11 +369,22 @@ std::vector<Value> mapGemm(MapContext &c) {
   return one(c.emit(c.outName(0), "add", {y, C}, json::object(), broadcast(c, y.shape, C.shape)));
 }
 
+/// Strides, dilations and kernel sizes are at least 1.
+void requirePositive(MapContext &c, const std::vector<int64_t> &v, const char *what) {
+  for (int64_t x : v)
+    if (x < 1) c.fail(std::string(what) + " " + dimsText(v) + " must be at least 1");
+}
+
 /// Symmetric pads of a 2-d window op: [top, left] from ONNX's
 /// [top, left, bottom, right] or auto_pad.
 std::vector<int64_t> pads2d(MapContext &c, const Shape &in, const std::vector<int64_t> &kernel,
                             const std::vector<int64_t> &stride, const std::vector<int64_t> &dilation) {
   const Attrs &a = c.attrs();
+  requirePositive(c, kernel, "kernel_shape");
+  requirePositive(c, stride, "strides");
+  requirePositive(c, dilation, "dilations");
+  if (stride.size() != 2 || dilation.size() != 2 || kernel.size() != 2)
+    c.fail("kernel_shape, strides and dilations must have 2 values for a 2-d window");
   std::string autoPad = a.getString("auto_pad", "NOTSET");
   std::vector<int64_t> p = a.getInts("pads", {0, 0, 0, 0});
   if (autoPad == "VALID") p = {0, 0, 0, 0};
@@ -389,6 +400,8 @@ std::vector<int64_t> pads2d(MapContext &c, const Shape &in, const std::vector<in
     c.fail("auto_pad " + quoteName(autoPad) + " is not supported");
   }
   if (p.size() != 4) c.fail("pads must have 4 values for a 2-d window");
+  for (int64_t v : p)
+    if (v < 0) c.fail("pads " + dimsText(p) + " must not be negative");
   if (p[0] != p[2] || p[1] != p[3])
     c.fail("asymmetric pads " + dimsText(p) + " are not supported (mpc pads both sides equally)");
   return {p[0], p[1]};
@@ -410,6 +423,10 @@ std::vector<Value> mapConv(MapContext &c) {
     if (p.size() != 2 || p[0] != p[1]) c.fail("asymmetric pads are not supported");
     x = reshape(c, c.tmpName("x2d"), x, {x.shape[0], x.shape[1], 1, x.shape[2]});
     w = reshape(c, c.tmpName("w2d"), w, {w.shape[0], w.shape[1], 1, w.shape[2]});
+    if (stride.size() != 1 || dilation.size() != 1) c.fail("strides and dilations must have 1 value");
+    requirePositive(c, stride, "strides");
+    requirePositive(c, dilation, "dilations");
+    if (p[0] < 0) c.fail("pads must not be negative");
     stride = {1, stride.at(0)};
     dilation = {1, dilation.at(0)};
     std::vector<Value> in = {x, w};
