@@ -16,7 +16,6 @@
 #include "frontend/mxnet/OpMapping.h"
 #include "ir/Device.h"
 #include "ir/Graph.h"
-#include "ir/JsonReader.h"
 #include "support/Error.h"
 
 #include <algorithm>
@@ -491,24 +490,11 @@ private:
   /// with MXNet's; errors name the MXNet node.
   void validate(const std::string &text) {
     std::string file = opt_.outputFile.empty() ? "model.json" : opt_.outputFile;
-    std::unique_ptr<ir::Graph> g;
-    try {
-      g = ir::readModelJson(text, file);
-    } catch (const UserError &e) {
-      const SymbolNode *n = nullptr;
-      size_t best = 0;
-      for (const auto &[ptr, node] : pointers_)
-        if (e.where().rfind(ptr, 0) == 0 && ptr.size() > best &&
-            (e.where().size() == ptr.size() || e.where()[ptr.size()] == '/')) {
-          n = node;
-          best = ptr.size();
-        }
-      std::string what =
-          "the emitted mpc model is invalid: " + (e.where().empty() ? "" : e.where() + ": ") +
-          e.message();
-      if (!n) throw UserError(sym_.file, "", what);
-      throw UserError(sym_.file, n->pointer, n->describe() + ": " + what);
-    }
+    std::unique_ptr<ir::Graph> g = readBack<const SymbolNode *>(
+        text, file, pointers_, [&](const SymbolNode *const *n, const std::string &what) {
+          if (!n) throw UserError(sym_.file, "", what);
+          throw UserError(sym_.file, (*n)->pointer, (*n)->describe() + ": " + what);
+        });
     for (const auto &[name, want] : expected_) {
       const ir::Node *n = g->find(name);
       MPC_ASSERT(n, "emitted node '" + name + "' missing after reading");

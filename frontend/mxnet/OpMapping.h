@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "frontend/common/ReadBack.h"
 #include "frontend/mxnet/AttrParse.h"
 #include "frontend/mxnet/SymbolFile.h"
 
@@ -21,14 +22,6 @@
 
 namespace mpc::frontend::mxnet {
 
-using Shape = std::vector<int64_t>;
-
-/// An mpc value the import has emitted: its name, shape and dtype.
-struct Value {
-  std::string name;
-  Shape shape;
-  bool i32 = false;
-};
 
 /// What a mapping function may do; implemented by the import driver.
 class MapContext {

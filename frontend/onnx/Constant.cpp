@@ -171,30 +171,47 @@ const ::onnx::AttributeProto *Attrs::find(const std::string &name) const {
   return nullptr;
 }
 
+namespace {
+/// An attribute of the wrong type is an error, as ONNX's own readers treat it.
+const ::onnx::AttributeProto *typed(const ::onnx::AttributeProto *a,
+                                    ::onnx::AttributeProto::AttributeType type, const char *what) {
+  if (a && a->type() != type)
+    throw RuleError("attribute " + quoteName(a->name()) + " must be " + what);
+  return a;
+}
+} // namespace
+
 int64_t Attrs::getInt(const std::string &name, int64_t dflt) const {
-  const auto *a = find(name);
+  const auto *a = typed(find(name), ::onnx::AttributeProto::INT, "an int");
   return a ? a->i() : dflt;
 }
 
+bool Attrs::getBool(const std::string &name, bool dflt) const {
+  int64_t v = getInt(name, dflt ? 1 : 0);
+  if (v != 0 && v != 1)
+    throw RuleError("attribute " + quoteName(name) + " must be 0 or 1, got " + std::to_string(v));
+  return v == 1;
+}
+
 double Attrs::getFloat(const std::string &name, double dflt) const {
-  const auto *a = find(name);
+  const auto *a = typed(find(name), ::onnx::AttributeProto::FLOAT, "a float");
   return a ? double(a->f()) : dflt;
 }
 
 std::string Attrs::getString(const std::string &name, const std::string &dflt) const {
-  const auto *a = find(name);
+  const auto *a = typed(find(name), ::onnx::AttributeProto::STRING, "a string");
   return a ? a->s() : dflt;
 }
 
 std::vector<int64_t> Attrs::getInts(const std::string &name,
                                     const std::vector<int64_t> &dflt) const {
-  const auto *a = find(name);
+  const auto *a = typed(find(name), ::onnx::AttributeProto::INTS, "a list of ints");
   if (!a) return dflt;
   return std::vector<int64_t>(a->ints().begin(), a->ints().end());
 }
 
 std::optional<Const> Attrs::getTensor(const std::string &name) const {
-  const auto *a = find(name);
+  const auto *a = typed(find(name), ::onnx::AttributeProto::TENSOR, "a tensor");
   if (!a) return std::nullopt;
   return readTensor(a->t());
 }
@@ -406,7 +423,7 @@ std::optional<std::vector<Const>> fold(const ::onnx::NodeProto &n, int64_t opset
       target = ints(need(1));
       int64_t known = 1, infer = -1;
       for (size_t k = 0; k < target.size(); ++k) {
-        if (target[k] == 0 && !a.getInt("allowzero", 0)) target[k] = r.shape.at(k);
+        if (target[k] == 0 && !a.getBool("allowzero", 0)) target[k] = r.shape.at(k);
         if (target[k] == -1) infer = int64_t(k);
         else known *= target[k];
       }
@@ -470,7 +487,7 @@ std::optional<std::vector<Const>> fold(const ::onnx::NodeProto &n, int64_t opset
     if (op == "Trilu") {
       if (rank < 2) throw RuleError("Trilu of rank < 2");
       int64_t kk = in.size() > 1 && in[1] ? toInt(in[1]->values.at(0)) : 0;
-      bool upper = a.getInt("upper", 1) != 0;
+      bool upper = a.getBool("upper", 1);
       r = x;
       int64_t rows = x.shape[size_t(rank - 2)], cols = x.shape[size_t(rank - 1)];
       for (int64_t i = 0; i < r.numel(); ++i) {

@@ -52,6 +52,9 @@ public:
   explicit Attrs(const ::onnx::NodeProto &n) : node_(n) {}
   bool has(const std::string &name) const { return find(name) != nullptr; }
   int64_t getInt(const std::string &name, int64_t dflt) const;
+  /// An int attribute that is a flag: 0 or 1, anything else an error (ONNX's
+  /// own rules disagree on other values).
+  bool getBool(const std::string &name, bool dflt) const;
   double getFloat(const std::string &name, double dflt) const;
   std::string getString(const std::string &name, const std::string &dflt) const;
   std::vector<int64_t> getInts(const std::string &name, const std::vector<int64_t> &dflt) const;

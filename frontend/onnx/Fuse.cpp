@@ -55,7 +55,7 @@ bool lastAxisMean(const ::onnx::NodeProto &n) {
   if (n.op_type() != "ReduceMean" || n.input_size() != 1) return false;
   Attrs a(n);
   std::vector<int64_t> axes = a.getInts("axes", {});
-  return a.getInt("keepdims", 1) == 1 && axes.size() == 1 && axes[0] == -1;
+  return a.getBool("keepdims", 1) && axes.size() == 1 && axes[0] == -1;
 }
 
 bool fuseGelu(Graph &G, int erfIndex) {

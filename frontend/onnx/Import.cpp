@@ -22,7 +22,6 @@
 #include "frontend/onnx/OnnxFile.h"
 #include "frontend/onnx/OpMapping.h"
 #include "ir/Graph.h"
-#include "ir/JsonReader.h"
 #include "support/Error.h"
 #include "support/StringUtil.h"
 
@@ -153,17 +152,26 @@ public:
     }
     for (const auto &n : g.node())
       if (n.op_type() == "Constant") foldConstantNode(n);
-    int fused = fuseDecompositions(g, [&](const std::string &v) -> const Const * {
-      auto it = known_.find(v);
-      return it == known_.end() ? nullptr : &it->second;
-    });
-    (void)fused;
+    try {
+      fuseDecompositions(g, [&](const std::string &v) -> const Const * {
+        auto it = known_.find(v);
+        return it == known_.end() ? nullptr : &it->second;
+      });
+    } catch (const RuleError &e) {
+      throw UserError(file_, "", e.what());
+    }
     for (const auto &n : g.node())
       for (const std::string &in : n.input()) uses_[in]++;
     for (const auto &o : g.output()) uses_[o.name()]++;
     for (const auto &in : g.input())
       if (!initializers_.count(in.name())) graphInputs_.insert(in.name());
-    for (int i = 0; i < g.node_size(); ++i) visit(g.node(i), i);
+    for (int i = 0; i < g.node_size(); ++i) {
+      try {
+        visit(g.node(i), i);
+      } catch (const RuleError &e) { // an attribute of the wrong type, a shape out of range
+        throw UserError(file_, describe(g.node(i)), e.what());
+      }
+    }
     finishOutputs();
     for (const InputSpec &in : opt_.inputs)
       if (!usedInputs_.count(in.name))
@@ -615,23 +623,11 @@ private:
   /// value's shape; errors name the ONNX node.
   void validate(const std::string &text) {
     std::string file = opt_.outputFile.empty() ? "model.json" : opt_.outputFile;
-    std::unique_ptr<ir::Graph> g;
-    try {
-      g = ir::readModelJson(text, file);
-    } catch (const UserError &e) {
-      int node = -1;
-      size_t best = 0;
-      for (const auto &[ptr, index] : pointers_)
-        if (e.where().rfind(ptr, 0) == 0 && ptr.size() > best &&
-            (e.where().size() == ptr.size() || e.where()[ptr.size()] == '/')) {
-          node = index;
-          best = ptr.size();
-        }
-      std::string what = "the emitted mpc model is invalid: " +
-                         (e.where().empty() ? "" : e.where() + ": ") + e.message();
-      if (node < 0) throw UserError(file_, "", what);
-      throw UserError(file_, describe(f_.model.graph().node(node)), what);
-    }
+    std::unique_ptr<ir::Graph> g = readBack<int>(
+        text, file, pointers_, [&](const int *node, const std::string &what) {
+          if (!node) throw UserError(file_, "", what);
+          throw UserError(file_, describe(f_.model.graph().node(*node)), what);
+        });
     for (const auto &[onnxName, v] : values_) {
       auto it = f_.shapes.find(onnxName);
       if (it == f_.shapes.end() || it->second.empty()) continue;

@@ -294,9 +294,9 @@ std::vector<Value> mapReduceComposed(MapContext &c, const char *kind) {
                               : op1(c, c.tmpName("exp"), "exp", x);
   int64_t rank = int64_t(x.shape.size());
   std::vector<int64_t> axes = axesOf(c, 18, 1);
-  bool keep = c.attrs().getInt("keepdims", 1) != 0;
+  bool keep = c.attrs().getBool("keepdims", 1);
   if (axes.empty()) {
-    if (c.attrs().getInt("noop_with_empty_axes", 0)) c.fail("noop_with_empty_axes is not supported");
+    if (c.attrs().getBool("noop_with_empty_axes", 0)) c.fail("noop_with_empty_axes is not supported");
     for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
   }
   std::vector<bool> reduced(size_t(rank), false);
@@ -355,7 +355,7 @@ std::vector<Value> mapMatMul(MapContext &c) {
 std::vector<Value> mapGemm(MapContext &c) {
   const Attrs &a = c.attrs();
   double alpha = a.getFloat("alpha", 1.0), beta = a.getFloat("beta", 1.0);
-  bool ta = a.getInt("transA", 0) != 0, tb = a.getInt("transB", 0) != 0;
+  bool ta = a.getBool("transA", 0), tb = a.getBool("transB", 0);
   Value A = floatData(c, 0), B = floatData(c, 1);
   if (A.shape.size() != 2 || B.shape.size() != 2) c.fail("A and B must be matrices");
   bool bias = c.has(2) && beta != 0;
@@ -460,7 +460,7 @@ std::vector<Value> mapPool(MapContext &c, bool max) {
   std::vector<int64_t> dilation = a.getInts("dilations", {1, 1});
   if (dilation != std::vector<int64_t>{1, 1}) c.fail("dilations other than 1 are not supported");
   if (a.getInt("storage_order", 0) != 0) c.fail("storage_order 1 is not supported");
-  bool ceil = a.getInt("ceil_mode", 0) != 0;
+  bool ceil = a.getBool("ceil_mode", 0);
   std::vector<int64_t> pad = pads2d(c, x.shape, kernel, stride, dilation);
   Shape out = {x.shape[0], x.shape[1], 0, 0};
   for (size_t k = 0; k < 2; ++k) {
@@ -476,7 +476,7 @@ std::vector<Value> mapPool(MapContext &c, bool max) {
     out[2 + k] = o;
   }
   json attrs = {{"kernel", kernel}, {"stride", stride}, {"padding", pad}, {"ceil_mode", ceil}};
-  if (!max) attrs["count_include_pad"] = a.getInt("count_include_pad", 0) != 0;
+  if (!max) attrs["count_include_pad"] = a.getBool("count_include_pad", 0);
   return one(c.emit(c.outName(0), max ? "max_pool2d" : "avg_pool2d", {x}, attrs, out));
 }
 
@@ -560,7 +560,7 @@ std::vector<Value> mapReshape(MapContext &c) {
   Value x = c.data(0);
   std::vector<int64_t> target =
       c.opset() >= 5 ? constInts(c, 1, "the shape") : c.attrs().getInts("shape", {});
-  bool allowZero = c.attrs().getInt("allowzero", 0) != 0;
+  bool allowZero = c.attrs().getBool("allowzero", 0);
   int64_t known = 1, infer = -1;
   for (size_t k = 0; k < target.size(); ++k) {
     if (target[k] == 0 && !allowZero) {
@@ -784,9 +784,9 @@ std::vector<Value> mapReduce(MapContext &c, const char *op) {
   int64_t rank = int64_t(x.shape.size());
   // ReduceSum takes its axes as an input from opset 13, ReduceMean from 18.
   std::vector<int64_t> axes = axesOf(c, std::string(op) == "sum" ? 13 : 18, 1);
-  bool keep = c.attrs().getInt("keepdims", 1) != 0;
+  bool keep = c.attrs().getBool("keepdims", 1);
   if (axes.empty()) {
-    if (c.attrs().getInt("noop_with_empty_axes", 0)) return one(x);
+    if (c.attrs().getBool("noop_with_empty_axes", 0)) return one(x);
     for (int64_t k = 0; k < rank; ++k) axes.push_back(k);
   }
   std::vector<bool> reduced(size_t(rank), false);

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "frontend/common/ReadBack.h"
 #include "frontend/onnx/Constant.h"
 
 #include <nlohmann/json.hpp>
@@ -17,14 +18,6 @@
 
 namespace mpc::frontend::onnx {
 
-using Shape = std::vector<int64_t>;
-
-/// An mpc value the import has emitted (or an input or parameter).
-struct Value {
-  std::string name;
-  Shape shape;
-  bool i32 = false;
-};
 
 class MapContext {
 public:

@@ -38,26 +38,13 @@ import sys
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_guard import np, torch  # noqa: E402
+from st_read import read_safetensors  # noqa: E402
 
 import torch.nn.functional as F  # noqa: E402
 
 EPS = 1e-5
 MOMENTUM = 0.9  # MXNet's convention; PyTorch's is 1 - MOMENTUM
 TOL = 1e-4
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        out[name] = np.frombuffer(data[8 + n + begin:8 + n + end], dtype="<f4").reshape(info["shape"]).copy()
-    return out
 
 
 def write_safetensors(path, tensors):

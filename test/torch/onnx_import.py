@@ -48,12 +48,10 @@ usage: onnx_import.py MPC WORK_DIR
 Skipped (exit 77) where torch or numpy is missing, failing under CI=true: torch_guard.py.
 """
 import copy
-import json
 import math
 import os
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import time
@@ -62,6 +60,7 @@ import warnings
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_guard import np, torch  # noqa: E402
+from st_read import read_safetensors  # noqa: E402
 
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -76,22 +75,6 @@ INFER_TOL = 1e-5   # abs + rel
 
 class CheckFailed(Exception):
     pass
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        dtype = {"F32": "<f4", "I32": "<i4", "I64": "<i8"}[info["dtype"]]
-        begin, end = info["data_offsets"]
-        out[name] = np.frombuffer(data[8 + n + begin:8 + n + end],
-                                  dtype=dtype).reshape(info["shape"]).copy()
-    return out
 
 
 def mpc(*args):
