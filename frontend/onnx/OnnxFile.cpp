@@ -63,6 +63,10 @@ OnnxFile parseOnnxFile(const std::string &bytes, const std::string &file,
   bool found = false;
   for (const auto &o : f.model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") {
+      if (found)
+        throw UserError(file, "opset_import", "the default domain is imported twice (opsets " +
+                                                  std::to_string(f.opset) + " and " +
+                                                  std::to_string(o.version()) + ")");
       f.opset = o.version();
       found = true;
     } else {
