@@ -177,6 +177,12 @@ const ::onnx::AttributeProto *typed(const ::onnx::AttributeProto *a,
                                     ::onnx::AttributeProto::AttributeType type, const char *what) {
   if (a && a->type() != type)
     throw RuleError("attribute " + quoteName(a->name()) + " must be " + what);
+  bool present = !a || (type == ::onnx::AttributeProto::INT && a->has_i()) ||
+                 (type == ::onnx::AttributeProto::FLOAT && a->has_f()) ||
+                 (type == ::onnx::AttributeProto::STRING && a->has_s()) ||
+                 (type == ::onnx::AttributeProto::TENSOR && a->has_t()) ||
+                 type == ::onnx::AttributeProto::INTS;
+  if (!present) throw RuleError("attribute " + quoteName(a->name()) + " has no value");
   return a;
 }
 } // namespace
