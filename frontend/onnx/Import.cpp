@@ -173,6 +173,11 @@ public:
       }
     }
     finishOutputs();
+    ruleUsed_.resize(opt_.groups.size());
+    for (size_t k = 0; k < opt_.groups.size(); ++k)
+      if (!ruleUsed_[k])
+        notes_.push_back("mpc import-onnx: warning: --group " + opt_.groups[k].first + "=" +
+                         opt_.groups[k].second + " matches no node");
     for (const InputSpec &in : opt_.inputs)
       if (!usedInputs_.count(in.name))
         notes_.push_back("mpc import-onnx: warning: --input " + in.name +
@@ -200,7 +205,6 @@ public:
     if (!has(i)) return nullptr;
     auto it = known_.find(cur_->input(int(i)));
     if (it == known_.end()) return nullptr;
-    constantUses_.insert(it->first);
     return &it->second;
   }
 
@@ -295,10 +299,14 @@ private:
   }
 
   /// The group of the current node by --group (first rule that matches).
-  std::string groupOf(const ::onnx::NodeProto &n) const {
+  std::string groupOf(const ::onnx::NodeProto &n) {
     std::string name = n.name().empty() ? (n.output_size() ? n.output(0) : "") : n.name();
-    for (const auto &[re, group] : opt_.groups)
-      if (std::regex_search(name, std::regex(re))) return group;
+    ruleUsed_.resize(opt_.groups.size());
+    for (size_t k = 0; k < opt_.groups.size(); ++k)
+      if (std::regex_search(name, std::regex(opt_.groups[k].first))) {
+        ruleUsed_[k] = true;
+        return opt_.groups[k].second;
+      }
     return "";
   }
 
@@ -309,7 +317,6 @@ private:
     Attrs a(n);
     attrs_ = &a;
     group_ = groupOf(n);
-    if (!group_.empty()) groupUsed_.insert(group_);
     // Shape folds from its input's shape, known or not.
     if (n.op_type() == "Shape") {
       Shape s = shapeOfInput(0);
@@ -363,10 +370,8 @@ private:
         fail(e.what());
       }
       if (out) {
-        for (int k = 0; k < n.output_size() && k < int(out->size()); ++k) {
+        for (int k = 0; k < n.output_size() && k < int(out->size()); ++k)
           known_[n.output(k)] = (*out)[size_t(k)];
-          for (const std::string &i : n.input()) constantUses_.insert(i);
-        }
         return;
       }
     }
@@ -653,12 +658,13 @@ private:
   const ImportOptions &opt_;
   OnnxFile f_;
   std::map<std::string, Const> known_;
-  std::set<std::string> initializers_, graphInputs_, usedInputs_, constantUses_;
+  std::set<std::string> initializers_, graphInputs_, usedInputs_;
   std::map<std::string, int> uses_;
   std::map<std::string, Value> values_;
   std::map<std::string, std::pair<Role, std::string>> roles_;
   std::vector<std::string> frozen_;
-  std::set<std::string> names_, reserved_, groupUsed_;
+  std::set<std::string> names_, reserved_;
+  std::vector<bool> ruleUsed_; ///< per --group rule: it matched a node
   json inputs_ = json::object(), params_ = json::object(), nodes_ = json::array();
   std::vector<std::string> outputs_;
   std::optional<std::string> loss_;
