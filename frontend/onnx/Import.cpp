@@ -111,6 +111,23 @@ void refuseUnsupportedOps(const OnnxFile &f) {
                  op == "Size" || op == "Erf";
     if (!known) throw UserError(f.file, describe(n), unsupportedOpMessage(op, f.opset));
   }
+  // The ONNX library's shape inference of windows divides by strides and
+  // groups unchecked (libonnx 1.12): those out of range are refused first.
+  for (const auto &n : f.model.graph().node()) {
+    const std::string &op = n.op_type();
+    if (op != "Conv" && op != "MaxPool" && op != "AveragePool") continue;
+    for (const auto &a : n.attribute()) {
+      bool positive = a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape";
+      if (positive || a.name() == "pads")
+        for (int64_t v : a.ints())
+          if (v < (positive ? 1 : 0))
+            throw UserError(f.file, describe(n),
+                            "attribute " + quoteName(a.name()) + " holds " + std::to_string(v) +
+                                (positive ? "; it must be at least 1" : "; pads must not be negative"));
+      if (a.name() == "group" && a.i() < 1)
+        throw UserError(f.file, describe(n), "attribute 'group' must be at least 1");
+    }
+  }
   // The ONNX library's shape inference indexes dimensions by an op's axis
   // unchecked for some ops (LayerNormalization in libonnx 1.12): an axis
   // out of its input's declared rank is refused first.
