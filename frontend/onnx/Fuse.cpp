@@ -58,40 +58,115 @@ bool lastAxisMean(const ::onnx::NodeProto &n) {
   return a.getBool("keepdims", 1) && axes.size() == 1 && axes[0] == -1;
 }
 
-bool fuseGelu(Graph &G, int erfIndex) {
-  const ::onnx::NodeProto &erf = G.g.node(erfIndex);
-  auto p = G.producer.find(erf.input(0));
-  if (p == G.producer.end()) return false;
-  int divIndex = p->second;
-  const ::onnx::NodeProto &div = G.g.node(divIndex);
-  std::string x;
-  if (div.op_type() == "Div" && div.input_size() == 2 && G.scalarNear(div.input(1), std::sqrt(2.0)))
-    x = div.input(0);
-  else if (div.op_type() == "Mul" && div.input_size() == 2) {
-    if (G.scalarNear(div.input(1), 1 / std::sqrt(2.0))) x = div.input(0);
-    else if (G.scalarNear(div.input(0), 1 / std::sqrt(2.0))) x = div.input(1);
+/// The node index that makes `value`, or -1.
+int producerOf(const Graph &G, const std::string &value) {
+  auto p = G.producer.find(value);
+  return p == G.producer.end() ? -1 : p->second;
+}
+
+/// `value` made by a binary `op` node with a single consumer, one operand a
+/// scalar near `c`: the other operand, or "".
+std::string byScalar(const Graph &G, const std::string &value, const char *op, double c) {
+  int i = producerOf(G, value);
+  if (i < 0 || !G.only(value)) return "";
+  const ::onnx::NodeProto &n = G.g.node(i);
+  if (n.op_type() != op || n.input_size() != 2) return "";
+  if (G.scalarNear(n.input(1), c)) return n.input(0);
+  if (std::string(op) == "Mul" && G.scalarNear(n.input(0), c)) return n.input(1);
+  return "";
+}
+
+/// x³ as Pow(x, 3), Mul(x, Mul(x, x)) or Mul(Mul(x, x), x): x, or "".
+std::string cubeOf(const Graph &G, const std::string &value) {
+  int i = producerOf(G, value);
+  if (i < 0 || !G.only(value)) return "";
+  const ::onnx::NodeProto &n = G.g.node(i);
+  if (n.op_type() == "Pow" && n.input_size() == 2 && G.scalarNear(n.input(1), 3.0)) return n.input(0);
+  if (n.op_type() != "Mul" || n.input_size() != 2) return "";
+  for (int k = 0; k < 2; ++k) {
+    int sq = producerOf(G, n.input(k));
+    if (sq < 0 || !G.only(n.input(k))) continue;
+    const ::onnx::NodeProto &m = G.g.node(sq);
+    if (m.op_type() == "Mul" && m.input_size() == 2 && m.input(0) == m.input(1) &&
+        m.input(0) == n.input(1 - k))
+      return m.input(0);
   }
-  if (x.empty() || !G.only(div.output(0))) return false;
-  int addIndex, mulIndex, halfIndex;
-  const ::onnx::NodeProto *add = G.only(erf.output(0), &addIndex);
-  if (!add || add->op_type() != "Add" || !G.scalarNear(Graph::other(*add, erf.output(0)), 1.0))
+  return "";
+}
+
+/// Every node that makes the values of `values` (the chain to remove).
+void collect(const Graph &G, const std::vector<std::string> &values, std::vector<int> &out) {
+  for (const std::string &v : values)
+    if (int i = producerOf(G, v); i >= 0) out.push_back(i);
+}
+
+/// GELU as exporters write it (Fuse.h), from its Erf or Tanh node:
+///   exact  f = erf(x / √2)   (or x · 1/√2)
+///   tanh   f = tanh(√(2/π) · (x + 0.044715 · x³))
+///   then   0.5 · x · (1 + f), as Mul(Mul(x, 1 + f), 0.5) or Mul(Mul(x, 0.5), 1 + f).
+bool fuseGelu(Graph &G, int fIndex) {
+  const ::onnx::NodeProto &f = G.g.node(fIndex);
+  const bool exact = f.op_type() == "Erf";
+  std::string x;
+  std::vector<std::string> inner; // values of the chain before f
+  if (exact) {
+    x = byScalar(G, f.input(0), "Div", std::sqrt(2.0));
+    if (x.empty()) x = byScalar(G, f.input(0), "Mul", 1 / std::sqrt(2.0));
+    inner = {f.input(0)};
+  } else {
+    std::string sum = byScalar(G, f.input(0), "Mul", std::sqrt(2.0 / M_PI));
+    int add = sum.empty() ? -1 : producerOf(G, sum);
+    if (add < 0 || !G.only(sum) || G.g.node(add).op_type() != "Add") return false;
+    const ::onnx::NodeProto &a = G.g.node(add);
+    for (int k = 0; k < 2 && x.empty(); ++k) {
+      std::string scaled = byScalar(G, a.input(1 - k), "Mul", 0.044715);
+      std::string cubed = scaled.empty() ? "" : cubeOf(G, scaled);
+      if (!cubed.empty() && cubed == a.input(k)) {
+        x = cubed;
+        inner = {f.input(0), sum, a.input(1 - k), scaled};
+        if (int c = producerOf(G, scaled); c >= 0 && G.g.node(c).op_type() == "Mul")
+          for (const std::string &in : G.g.node(c).input())
+            if (in != x && producerOf(G, in) >= 0 && G.g.node(producerOf(G, in)).op_type() == "Mul")
+              inner.push_back(in); // the x·x of Mul(x, Mul(x, x))
+      }
+    }
+  }
+  if (x.empty()) return false;
+  int addIndex;
+  const ::onnx::NodeProto *add = G.only(f.output(0), &addIndex);
+  if (!add || add->op_type() != "Add" || !G.scalarNear(Graph::other(*add, f.output(0)), 1.0))
     return false;
-  const ::onnx::NodeProto *mul = G.only(add->output(0), &mulIndex);
-  if (!mul || mul->op_type() != "Mul" || Graph::other(*mul, add->output(0)) != x) return false;
-  const ::onnx::NodeProto *half = G.only(mul->output(0), &halfIndex);
-  if (!half || half->op_type() != "Mul" || !G.scalarNear(Graph::other(*half, mul->output(0)), 0.5))
+  const std::string &onePlus = add->output(0);
+  int mulIndex;
+  const ::onnx::NodeProto *mul = G.only(onePlus, &mulIndex);
+  if (!mul || mul->op_type() != "Mul") return false;
+  std::string y = Graph::other(*mul, onePlus);
+  int lastIndex = -1;
+  std::vector<int> remove = {fIndex, addIndex};
+  if (y == x) { // Mul(Mul(x, 1 + f), 0.5)
+    const ::onnx::NodeProto *half = G.only(mul->output(0), &lastIndex);
+    if (!half || half->op_type() != "Mul" || !G.scalarNear(Graph::other(*half, mul->output(0)), 0.5))
+      return false;
+    remove.push_back(mulIndex);
+  } else if (byScalar(G, y, "Mul", 0.5) == x) { // Mul(Mul(x, 0.5), 1 + f)
+    lastIndex = mulIndex;
+    collect(G, {y}, remove);
+  } else {
     return false;
+  }
+  collect(G, inner, remove);
   ::onnx::NodeProto fused;
   fused.set_op_type("Gelu");
-  fused.set_name(half->name());
+  fused.set_name(G.g.node(lastIndex).name());
   fused.add_input(x);
-  fused.add_output(half->output(0));
-  auto *a = fused.add_attribute();
-  a->set_name("approximate");
-  a->set_type(::onnx::AttributeProto::STRING);
-  a->set_s("none");
-  *G.g.mutable_node(halfIndex) = fused;
-  for (int i : {divIndex, erfIndex, addIndex, mulIndex}) G.removed.insert(i);
+  fused.add_output(G.g.node(lastIndex).output(0));
+  auto *attr = fused.add_attribute();
+  attr->set_name("approximate");
+  attr->set_type(::onnx::AttributeProto::STRING);
+  attr->set_s(exact ? "none" : "tanh");
+  *G.g.mutable_node(lastIndex) = fused;
+  for (int i : remove)
+    if (i != lastIndex) G.removed.insert(i);
   return true;
 }
 
@@ -228,7 +303,7 @@ int fuseDecompositions(::onnx::GraphProto &graph,
   for (int i = 0; i < graph.node_size(); ++i) {
     if (G.removed.count(i)) continue;
     const std::string &op = graph.node(i).op_type();
-    bool done = (op == "Erf" && fuseGelu(G, i)) || (op == "ReduceMean" && fuseLayerNorm(G, i)) ||
+    bool done = ((op == "Erf" || op == "Tanh") && fuseGelu(G, i)) || (op == "ReduceMean" && fuseLayerNorm(G, i)) ||
                 (op == "Pad" && fusePad(G, i));
     if (done) {
       ++fused;

@@ -3,10 +3,11 @@
 // Exporters write some ops as chains of smaller ones. The import fuses them
 // back into the one mpc op, so that mpc runs (and differentiates) them as
 // one kernel with PyTorch's arithmetic:
-//   * GELU before opset 20, exported from PyTorch's exact gelu:
-//       Div(x, √2) → Erf → Add(·, 1) → Mul(x, ·) → Mul(·, 0.5)
-//     (Mul by 1/√2 for the Div, and either operand order) becomes a node
-//     "Gelu" (approximate "none");
+//   * GELU before opset 20: PyTorch's exact gelu, erf(x / √2), and its
+//     tanh approximation, tanh(√(2/π) (x + 0.044715 x³)) (F.gelu with
+//     approximate "tanh"; GPT-2's gelu_new, x³ as Pow or as products),
+//     then 0.5 · x · (1 + f) in either grouping, become a node "Gelu"
+//     (approximate "none" or "tanh");
 //   * layer norm before opset 17, over the last axis:
 //       ReduceMean(x) → Sub(x, mean) → Pow(d, 2) → ReduceMean → Add(·, eps)
 //       → Sqrt → Div(d, ·) [→ Mul(·, gamma) → Add(·, beta)]

@@ -24,6 +24,9 @@ mode (torch.onnx.export, dynamic batch axis, do_constant_folding=False):
 Models:
   mlp            Linear-ReLU-Linear-GELU(exact)-Linear, opset 14 (Gemm; the
                  Div-Erf-Add-Mul-Mul GELU fused back)
+  mlp-gelu-tanh  the same with F.gelu(approximate="tanh"), and mlp-gelu-new
+                 with GPT-2's gelu_new written out: the tanh chains fused
+                 back into one gelu (approximate "tanh")
   cnn            Conv-BatchNorm-ReLU-MaxPool-Conv(groups 2)-LeakyReLU-AvgPool-
                  AdaptiveAvgPool(1)-Flatten-Linear, opset 13 (torch writes
                  AvgPool2d's count_include_pad as a Pad before AveragePool,
@@ -110,15 +113,23 @@ def rel_diff(a, b):
 
 # ---------------------------------------------------------------- models
 
+def gelu_new(x):
+    """GPT-2's gelu, as Hugging Face writes it (x * 0.5 first, x^3 as Pow)."""
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
 class MLP(nn.Module):
-    def __init__(self):
+    def __init__(self, gelu="none"):
         super().__init__()
         self.fc1 = nn.Linear(6, 16)
         self.fc2 = nn.Linear(16, 12)
         self.fc3 = nn.Linear(12, 5)
+        self.gelu = gelu
 
     def forward(self, x):
-        return self.fc3(F.gelu(self.fc2(F.relu(self.fc1(x)))))
+        h = self.fc2(F.relu(self.fc1(x)))
+        h = gelu_new(h) if self.gelu == "new" else F.gelu(h, approximate=self.gelu)
+        return self.fc3(h)
 
 
 class CNN(nn.Module):
@@ -349,6 +360,12 @@ def main():
          rng.integers(0, 5, B), "x",
          {"parallel": [("auto-placed on 2 devices, 3 micro-batches, 1F1B", (),
                         ("--placement=auto", "--devices=cpu:0,cpu:1", "--microbatches", "3"))]}),
+        # GELU's tanh approximation, as F.gelu writes it and as GPT-2's
+        # gelu_new does: both fused back into one gelu ("tanh").
+        ("mlp-gelu-tanh", lambda: MLP("tanh"), 14, rng.standard_normal((B, 6)).astype(np.float32),
+         rng.integers(0, 5, B), "x", {}),
+        ("mlp-gelu-new", lambda: MLP("new"), 14, rng.standard_normal((B, 6)).astype(np.float32),
+         rng.integers(0, 5, B), "x", {}),
         ("cnn", CNN, 13, img, img_labels, "x", {}),
         # The same CNN as torch.onnx.export writes it by default: the BatchNorm
         # folded into conv1 (initializers onnx::Conv_N), so inference only; no

@@ -2,6 +2,7 @@
 # built with onnx.helper (Debian's python3-onnx).
 #   mlp      x[batch,4] -> Gemm(w1,b1) -> Relu -> Gemm(w2,b2) -> y[batch,3]
 #   gelu     x[2,4] -> PyTorch's exact GELU chain (Div, Erf, Add, Mul, Mul)
+#   gelutanh x[2,4] -> F.gelu(approximate="tanh")'s chain (x^3 as products)
 #   ln       x[2,4] -> opset 14's layer-norm chain with gamma and beta
 #   erf      x[2,4] -> Erf (outside a GELU chain)
 #   opset18  mlp at opset 18
@@ -46,6 +47,19 @@ elif kind == "gelu":
              helper.make_node("Add", ["e", "one"], ["a"], name="/Add"),
              helper.make_node("Mul", ["x", "a"], ["m"], name="/Mul"),
              helper.make_node("Mul", ["m", "half"], ["y"], name="/Mul_1")]
+    save(nodes, [x], [helper.make_tensor_value_info("y", F, [2, 4])])
+elif kind == "gelutanh":
+    nodes = [const("k", 0.044715), const("b", (2 / np.pi) ** 0.5), const("one", 1.0),
+             const("half", 0.5),
+             helper.make_node("Mul", ["x", "x"], ["sq"], name="/Mul"),
+             helper.make_node("Mul", ["x", "sq"], ["cube"], name="/Mul_1"),
+             helper.make_node("Mul", ["k", "cube"], ["kc"], name="/Mul_2"),
+             helper.make_node("Add", ["x", "kc"], ["in"], name="/Add"),
+             helper.make_node("Mul", ["b", "in"], ["arg"], name="/Mul_3"),
+             helper.make_node("Tanh", ["arg"], ["t"], name="/Tanh"),
+             helper.make_node("Add", ["one", "t"], ["a"], name="/Add_1"),
+             helper.make_node("Mul", ["x", "a"], ["m"], name="/Mul_4"),
+             helper.make_node("Mul", ["half", "m"], ["y"], name="/Mul_5")]
     save(nodes, [x], [helper.make_tensor_value_info("y", F, [2, 4])])
 elif kind == "ln":
     inits = [numpy_helper.from_array(np.ones(4, np.float32), "ln.weight"),
