@@ -6,6 +6,7 @@
 #include "support/StringUtil.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -83,7 +84,8 @@ public:
     char ratio[32] = "-";
     bool far = false;
     if (predictedNs > 0 && measuredNs > 0) {
-      double r = measuredNs / predictedNs;
+      // Marked by the ratio as printed, so that "0.50" is never marked.
+      double r = std::round(measuredNs / predictedNs * 100) / 100;
       std::snprintf(ratio, sizeof ratio, "%.2f", r);
       far = r > 2 || r < 0.5;
     }
