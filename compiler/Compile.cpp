@@ -1,6 +1,8 @@
 //===- compiler/Compile.cpp - model to training graph to plan -----------===//
 #include "compiler/Compile.h"
 
+#include "codegen/Lower.h"
+
 #include "ir/JsonReader.h"
 #include "ir/ModelChecksum.h"
 #include "support/Error.h"
@@ -138,6 +140,31 @@ MicrobatchChoice chooseMicrobatches(const ir::Graph &model, const CompileOptions
 void printPassStatistics(const std::vector<passes::PassStatistic> &statistics, std::ostream &os) {
   for (const passes::PassStatistic &s : statistics)
     os << s.pass << ": " << s.name << " = " << s.value << "\n";
+}
+
+void printCompileStatistics(const ir::Graph &model, const plan::Plan &plan,
+                            const CompileOptions &options, const std::string &budgetText,
+                            std::ostream &os) {
+  codegen::printPlanStats(plan, os);
+  codegen::printPipelineStats(plan, os);
+  codegen::printCollectiveOverlap(plan, os);
+  bool recomputes = options.passes.recompute && *options.passes.recompute != "none";
+  for (const auto &[device, level] : options.passes.recomputeOn) {
+    os << "recompute: device " << device << ": " << level << " (to fit --activation-budget "
+       << budgetText << ")\n";
+    recomputes |= level != "none";
+  }
+  if (!recomputes) return;
+  // The same model and options without recomputation, quietly.
+  CompileOptions plain = options;
+  plain.passes.recompute.reset();
+  plain.passes.recomputeOn.clear();
+  plain.passes.stats = false;
+  plain.instrumentation = {};
+  plain.log = nullptr;
+  std::unique_ptr<ir::Graph> g = model.clone();
+  runPasses(*g, plain);
+  codegen::printRecomputeStats(plan, lower(*g, plain), os);
 }
 
 } // namespace mpc::compiler

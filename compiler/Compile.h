@@ -94,6 +94,16 @@ struct MicrobatchChoice {
 };
 MicrobatchChoice chooseMicrobatches(const ir::Graph &model, const CompileOptions &options);
 
+/// `mpc compile --stats` after the passes' counters: the plan's statistics
+/// (codegen/Lower.h: memory, pipeline bubble, collectives' hidden share),
+/// each device's recomputation level chosen for `budgetText`
+/// (--activation-budget, from options.passes.recomputeOn), and, when any
+/// device recomputes, each device's arena peak with and without: `model`
+/// compiled again, quietly, with the same options but no recomputation.
+void printCompileStatistics(const ir::Graph &model, const plan::Plan &plan,
+                            const CompileOptions &options, const std::string &budgetText,
+                            std::ostream &os);
+
 /// "pass: name = value", one line per statistic, as `--stats` prints them.
 void printPassStatistics(const std::vector<passes::PassStatistic> &statistics, std::ostream &os);
 

@@ -10,7 +10,6 @@
 // The flags are in Flags.h.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/Lower.h"
 #include "ir/DotWriter.h"
 #include "ir/JsonReader.h"
 #include "ir/JsonWriter.h"
@@ -85,28 +84,9 @@ void addCompileCommand(CLI::App &app) {
       return;
     }
     if (!p) p = std::make_unique<plan::Plan>(compiler::lower(*graph, options));
-    if (args->common.stats) {
-      codegen::printPlanStats(*p, std::cerr);
-      codegen::printPipelineStats(*p, std::cerr);
-      codegen::printCollectiveOverlap(*p, std::cerr);
-      bool recomputes = options.passes.recompute && *options.passes.recompute != "none";
-      for (const auto &[device, level] : options.passes.recomputeOn) {
-        std::cerr << "recompute: device " << device << ": " << level
-                  << " (to fit --activation-budget " << args->activationBudget << ")\n";
-        recomputes |= level != "none";
-      }
-      if (recomputes) {
-        // The same model and flags without recomputation, quietly.
-        compiler::CompileOptions plain = options;
-        plain.passes.recompute.reset();
-        plain.passes.recomputeOn.clear();
-        plain.passes.stats = false;
-        plain.instrumentation = {};
-        plain.log = nullptr;
-        auto g = runPasses(args->model, plain);
-        codegen::printRecomputeStats(*p, compiler::lower(*g, plain), std::cerr);
-      }
-    }
+    if (args->common.stats)
+      compiler::printCompileStatistics(*ir::readModelFile(args->model), *p, options,
+                                       args->activationBudget, std::cerr);
     plan::writePlanFile(args->output, *p);
     if (!args->tracePredicted.empty())
       writeFileAtomic(args->tracePredicted, plan::predictedTraceEventJson(*p));
