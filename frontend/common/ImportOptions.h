@@ -56,4 +56,12 @@ struct ModelParts {
 /// The model JSON text, one input, param or node per line.
 std::string writeModelText(const ModelParts &m);
 
+/// A float32 tensor an importer hands the driver for --params-out (the
+/// importers are runtime-free; the driver writes safetensors).
+struct FloatTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<float> data;
+};
+
 } // namespace mpc::frontend

@@ -24,6 +24,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "frontend/common/ImportOptions.h"
+
 #include "frontend/mxnet/Import.h"
 
 #include <cstddef>
@@ -43,13 +45,6 @@ struct NdArray {
 
 std::vector<NdArray> parseParamsFile(const uint8_t *data, size_t size, const std::string &file);
 std::vector<NdArray> readParamsFile(const std::string &path);
-
-/// A float32 tensor for the model (runtime-free; the driver writes it).
-struct FloatTensor {
-  std::string name;
-  std::vector<int64_t> shape;
-  std::vector<float> data;
-};
 
 /// Matches a file's arrays to what the import expects: every expected
 /// array present once with its shape (not as both "arg:w" and "w"), no

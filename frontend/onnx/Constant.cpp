@@ -2,6 +2,7 @@
 #include "frontend/onnx/Constant.h"
 
 #include "frontend/onnx/OnnxFile.h"
+#include "ops/Type.h"
 #include "support/Error.h"
 #include "support/StringUtil.h"
 
@@ -15,10 +16,12 @@ namespace mpc::frontend::onnx {
 
 using T = ::onnx::TensorProto;
 
-std::string dimsText(const std::vector<int64_t> &shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
+int64_t shapeProduct(const std::vector<int64_t> &shape, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < std::min(to, shape.size()); ++i)
+    if (shape[i] < 0 || __builtin_mul_overflow(p, shape[i], &p))
+      throw RuleError("the shape " + shapeText(shape) + " is out of range");
+  return p;
 }
 
 int64_t toInt(double v) {
@@ -45,16 +48,12 @@ Const::Kind kindOfElementType(int32_t type) {
 
 namespace {
 
-/// A shape's element count; a negative dimension or more elements than the
-/// import folds (kMaxFoldElements) is an error, not an overflow.
+/// A shape's element count, at most kMaxFoldElements (the folding limit).
 int64_t product(const std::vector<int64_t> &s) {
-  int64_t p = 1;
-  for (int64_t d : s) {
-    if (d < 0) throw RuleError("negative dimension in " + dimsText(s));
-    if (__builtin_mul_overflow(p, d, &p) || p > kMaxFoldElements)
-      throw RuleError("a value of shape " + dimsText(s) + " is too large to fold at import (more "
-                      "than " + std::to_string(kMaxFoldElements) + " elements)");
-  }
+  int64_t p = shapeProduct(s);
+  if (p > kMaxFoldElements)
+    throw RuleError("a value of shape " + shapeText(s) + " is too large to fold at import (more "
+                    "than " + std::to_string(kMaxFoldElements) + " elements)");
   return p;
 }
 
@@ -224,18 +223,11 @@ std::optional<Const> Attrs::getTensor(const std::string &name) const {
 
 namespace {
 
-/// numpy broadcasting of two shapes.
+/// numpy broadcasting of two shapes (ops::broadcastShapes).
 std::vector<int64_t> broadcastShape(const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
-  size_t r = std::max(a.size(), b.size());
-  std::vector<int64_t> out(r);
-  for (size_t i = 0; i < r; ++i) {
-    int64_t x = i < r - a.size() ? 1 : a[i - (r - a.size())];
-    int64_t y = i < r - b.size() ? 1 : b[i - (r - b.size())];
-    if (x != y && x != 1 && y != 1)
-      throw RuleError("shapes do not broadcast: " + dimsText(a) + " and " + dimsText(b));
-    out[i] = x == 1 ? y : x;
-  }
-  return out;
+  std::optional<std::vector<int64_t>> s = ops::broadcastShapes(a, b);
+  if (!s) throw RuleError("shapes do not broadcast: " + shapeText(a) + " and " + shapeText(b));
+  return *s;
 }
 
 /// The element of `c` that broadcasts to flat index `i` of `shape`.
@@ -271,10 +263,11 @@ Const nary(const std::vector<const Const *> &in, Const::Kind kind,
 }
 
 int64_t normAxis(int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank)
+  std::optional<int64_t> a = ops::normalizeAxis(axis, rank);
+  if (!a)
     throw RuleError("axis " + std::to_string(axis) + " out of range for rank " +
                     std::to_string(rank));
-  return axis < 0 ? axis + rank : axis;
+  return *a;
 }
 
 std::vector<int64_t> ints(const Const &c) {
@@ -436,7 +429,7 @@ std::optional<std::vector<Const>> fold(const ::onnx::NodeProto &n, int64_t opset
       if (infer >= 0) target[size_t(infer)] = known ? r.numel() / known : 0;
     }
     if (product(target) != r.numel())
-      throw RuleError("cannot reshape " + dimsText(r.shape) + " to " + dimsText(target));
+      throw RuleError("cannot reshape " + shapeText(r.shape) + " to " + shapeText(target));
     r.shape = target;
     return std::vector<Const>{r};
   }

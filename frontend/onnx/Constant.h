@@ -11,6 +11,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -26,8 +27,9 @@ inline constexpr int64_t kMaxFoldElements = int64_t(1) << 24;
 /// RuleError beyond 2^53 or for NaN.
 int64_t toInt(double v);
 
-/// "[2, 3]": a shape in messages.
-std::string dimsText(const std::vector<int64_t> &shape);
+/// A shape's element count; a negative dimension or an overflow of int64
+/// throws RuleError.
+int64_t shapeProduct(const std::vector<int64_t> &shape, size_t from = 0, size_t to = SIZE_MAX);
 
 struct Const {
   enum Kind { Float, Int, Bool } kind = Float;

@@ -67,14 +67,6 @@ std::string supportedOpTable() {
 
 namespace {
 
-int64_t product(const Shape &s) {
-  int64_t p = 1;
-  for (int64_t d : s)
-    if (d < 0 || __builtin_mul_overflow(p, d, &p))
-      throw RuleError("the shape " + dimsText(s) + " is out of range");
-  return p;
-}
-
 /// An mpc name for an ONNX name: characters the IR reserves become '_'.
 std::string sanitize(const std::string &s) {
   std::string out;
@@ -348,7 +340,7 @@ private:
     }
     if (n.op_type() == "Size") {
       try {
-        known_[n.output(0)] = Const{Const::Int, {}, {double(product(shapeOfInput(0)))}};
+        known_[n.output(0)] = Const{Const::Int, {}, {double(shapeProduct(shapeOfInput(0)))}};
       } catch (const RuleError &e) {
         fail(e.what());
       }
@@ -482,7 +474,7 @@ private:
       return json{{"constant", v}};
     }
     if (s.size() < 2) return "zeros";
-    double fanIn = s[0] > 0 ? double(product(s) / s[0]) : 1.0;
+    double fanIn = s[0] > 0 ? double(shapeProduct(s) / s[0]) : 1.0;
     double b = 1 / std::sqrt(std::max(fanIn, 1.0));
     return json{{"uniform", {{"low", -b}, {"high", b}}}};
   }
@@ -514,10 +506,10 @@ private:
   }
 
   void addArray(const std::string &name, const Const &c) {
-    NamedArray a;
+    FloatTensor a;
     a.name = name;
     a.shape = c.shape;
-    for (double x : c.values) a.values.push_back(float(x));
+    for (double x : c.values) a.data.push_back(float(x));
     arrays_.push_back(std::move(a));
   }
 
@@ -579,7 +571,7 @@ private:
     if (classes && head.shape.size() < 2)
       throw UserError(file_, "output " + head.name,
                       "--loss softmax_cross_entropy needs an output of classes on its last axis, "
-                      "got " + dimsText(head.shape));
+                      "got " + shapeText(head.shape));
     // The labels: one class per row of the output's leading axes, or the
     // output's shape. A dataset's rows are the batch: when the output's
     // first axis is not the inputs' (logits [B*T, V] from ids [B, T]), the
@@ -587,8 +579,8 @@ private:
     Shape want = classes ? Shape(head.shape.begin(), head.shape.end() - 1) : head.shape;
     Shape given = want;
     int64_t batch = inputs_.empty() ? 0 : inputs_.begin().value()["shape"][0].get<int64_t>();
-    if (batch > 0 && !want.empty() && want[0] != batch && product(want) % batch == 0)
-      given = {batch, product(want) / batch};
+    if (batch > 0 && !want.empty() && want[0] != batch && shapeProduct(want) % batch == 0)
+      given = {batch, shapeProduct(want) / batch};
     Value label = labelInput(given, classes);
     if (given != want) {
       json n = {{"name", "label/reshaped"}, {"op", "reshape"}, {"inputs", {"label"}},
@@ -610,7 +602,7 @@ private:
         if (s.i32 != i32 || s.shape != shape)
           throw UserError("", "--input label",
                           "the labels of --loss " + opt_.training.loss + " are " +
-                              (i32 ? "i32" : "f32") + dimsText(shape));
+                              (i32 ? "i32" : "f32") + shapeText(shape));
         usedInputs_.insert(name);
       }
     json in = {{"shape", shape}};
@@ -662,11 +654,11 @@ private:
       if (have != it->second && f_.declared.count(onnxName))
         throw UserError(file_, "value " + onnxName,
                         "the model declares " + quoteName(onnxName) + " of shape " +
-                            dimsText(it->second) + ", but the node that makes it computes " +
-                            dimsText(have));
+                            shapeText(it->second) + ", but the node that makes it computes " +
+                            shapeText(have));
       if (have != it->second)
         throw InternalError("import-onnx: value '" + onnxName + "' has shape " +
-                            dimsText(it->second) + " by ONNX's inference but " + n->type.str() +
+                            shapeText(it->second) + " by ONNX's inference but " + n->type.str() +
                             " by mpc's rule for " + n->info().name);
     }
   }
@@ -686,7 +678,7 @@ private:
   std::vector<std::string> outputs_;
   std::optional<std::string> loss_;
   std::map<std::string, int> pointers_;
-  std::vector<NamedArray> arrays_;
+  std::vector<FloatTensor> arrays_;
   std::vector<std::string> notes_;
   const ::onnx::NodeProto *cur_ = nullptr;
   int nodeIndex_ = -1;

@@ -33,17 +33,11 @@ struct ImportOptions {
   std::vector<std::pair<std::string, std::string>> groups;
 };
 
-/// A tensor for --params-out: an initializer's values (a parameter, a
-/// running statistic, or a constant the model keeps as a frozen parameter).
-struct NamedArray {
-  std::string name;
-  std::vector<int64_t> shape;
-  std::vector<float> values;
-};
-
 struct ImportResult {
   std::string modelJson; ///< the emitted model, as written
-  std::vector<NamedArray> arrays;
+  /// For --params-out: the initializers' values (parameters, running
+  /// statistics, constants kept as frozen parameters).
+  std::vector<FloatTensor> arrays;
   /// Constants the model keeps as frozen parameters (lr_mult 0): their
   /// values come only with --params-out.
   std::vector<std::string> frozen;

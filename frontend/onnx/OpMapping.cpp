@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "frontend/onnx/OpMapping.h"
 
+#include "ops/Type.h"
 #include "support/Error.h"
 #include "support/StringUtil.h"
 
@@ -22,19 +23,12 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-int64_t product(const Shape &s, size_t from = 0, size_t to = SIZE_MAX) {
-  int64_t p = 1;
-  for (size_t i = from; i < std::min(to, s.size()); ++i)
-    if (s[i] < 0 || __builtin_mul_overflow(p, s[i], &p))
-      throw RuleError("the shape " + dimsText(s) + " is out of range");
-  return p;
-}
-
 int64_t axisOf(MapContext &c, int64_t axis, int64_t rank, const char *what = "axis") {
-  if (axis < -rank || axis >= rank)
+  std::optional<int64_t> a = ops::normalizeAxis(axis, rank);
+  if (!a)
     c.fail(std::string(what) + " " + std::to_string(axis) + " is out of range for rank " +
            std::to_string(rank));
-  return axis < 0 ? axis + rank : axis;
+  return *a;
 }
 
 /// Data input i, f32.
@@ -70,16 +64,9 @@ Value reshape(MapContext &c, const std::string &name, const Value &x, const Shap
 }
 
 Shape broadcast(MapContext &c, const Shape &a, const Shape &b) {
-  size_t r = std::max(a.size(), b.size());
-  Shape out(r);
-  for (size_t i = 0; i < r; ++i) {
-    int64_t x = i < r - a.size() ? 1 : a[i - (r - a.size())];
-    int64_t y = i < r - b.size() ? 1 : b[i - (r - b.size())];
-    if (x != y && x != 1 && y != 1)
-      c.fail("operand shapes " + dimsText(a) + " and " + dimsText(b) + " do not broadcast");
-    out[i] = x == 1 ? y : x;
-  }
-  return out;
+  std::optional<Shape> s = ops::broadcastShapes(a, b);
+  if (!s) c.fail("operand shapes " + shapeText(a) + " and " + shapeText(b) + " do not broadcast");
+  return *s;
 }
 
 std::vector<Value> one(Value v) { return {std::move(v)}; }
@@ -229,7 +216,7 @@ std::vector<Value> mapPRelu(MapContext &c) {
   Value pos = op1(c, c.tmpName("pos"), "relu", x);
   Value neg = op1(c, c.tmpName("relu_neg"), "relu", op1(c, c.tmpName("negx"), "neg", x));
   Value scaled = op2(c, c.tmpName("scaled"), "mul", neg, slope);
-  if (scaled.shape != x.shape) c.fail("slope " + dimsText(slope.shape) + " must broadcast to the input");
+  if (scaled.shape != x.shape) c.fail("slope " + shapeText(slope.shape) + " must broadcast to the input");
   return one(op2(c, c.outName(0), "sub", pos, scaled));
 }
 
@@ -285,33 +272,48 @@ std::vector<Value> mapGlobalMaxPool(MapContext &c) {
                     {x.shape[0], x.shape[1], 1, 1}));
 }
 
+/// The axes (sorted, non-negative), keepdims and result shape of a Reduce*
+/// node over x; `noop` when its axes are empty and noop_with_empty_axes
+/// is set. Its axes are an input from opset `axesInputFrom` on.
+struct Reduction {
+  std::vector<int64_t> axes;
+  bool keep = true, noop = false;
+  Shape shape;
+};
+
+Reduction reductionOf(MapContext &c, const Shape &x, int64_t axesInputFrom) {
+  Reduction r;
+  int64_t rank = int64_t(x.size());
+  r.axes = axesOf(c, axesInputFrom, 1);
+  r.keep = c.attrs().getBool("keepdims", 1);
+  if (r.axes.empty()) {
+    r.noop = c.attrs().getBool("noop_with_empty_axes", 0);
+    for (int64_t k = 0; k < rank; ++k) r.axes.push_back(k);
+  }
+  std::vector<bool> reduced(size_t(rank), false);
+  for (int64_t &ax : r.axes) {
+    ax = axisOf(c, ax, rank);
+    reduced[size_t(ax)] = true;
+  }
+  std::sort(r.axes.begin(), r.axes.end());
+  for (int64_t k = 0; k < rank; ++k)
+    if (!reduced[size_t(k)]) r.shape.push_back(x[size_t(k)]);
+    else if (r.keep) r.shape.push_back(1);
+  return r;
+}
+
 /// ReduceSumSquare, ReduceL1, ReduceLogSumExp over mpc's sum.
 std::vector<Value> mapReduceComposed(MapContext &c, const char *kind) {
   Value x = floatData(c, 0);
   std::string k = kind;
+  Reduction r = reductionOf(c, x.shape, 18);
+  if (r.noop) c.fail("noop_with_empty_axes is not supported");
   Value in = k == "sumsquare" ? op2(c, c.tmpName("square"), "mul", x, x)
              : k == "l1"      ? absOf(c, c.tmpName("abs"), x)
                               : op1(c, c.tmpName("exp"), "exp", x);
-  int64_t rank = int64_t(x.shape.size());
-  std::vector<int64_t> axes = axesOf(c, 18, 1);
-  bool keep = c.attrs().getBool("keepdims", 1);
-  if (axes.empty()) {
-    if (c.attrs().getBool("noop_with_empty_axes", 0)) c.fail("noop_with_empty_axes is not supported");
-    for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
-  }
-  std::vector<bool> reduced(size_t(rank), false);
-  for (int64_t &a : axes) {
-    a = axisOf(c, a, rank);
-    reduced[size_t(a)] = true;
-  }
-  std::sort(axes.begin(), axes.end());
-  Shape s;
-  for (int64_t a = 0; a < rank; ++a)
-    if (!reduced[size_t(a)]) s.push_back(x.shape[size_t(a)]);
-    else if (keep) s.push_back(1);
   bool logOf = k == "logsumexp";
   Value sum = c.emit(logOf ? c.tmpName("sum") : c.outName(0), "sum", {in},
-                     json{{"axes", axes}, {"keepdims", keep}}, s);
+                     json{{"axes", r.axes}, {"keepdims", r.keep}}, r.shape);
   return one(logOf ? op1(c, c.outName(0), "log", sum) : sum);
 }
 
@@ -332,7 +334,7 @@ Value matmul(MapContext &c, const std::string &name, Value a, Value b, bool ta, 
   size_t ra = sa.size(), rb = sb.size();
   int64_t m = ta ? sa[ra - 1] : sa[ra - 2], ka = ta ? sa[ra - 2] : sa[ra - 1];
   int64_t kb = tb ? sb[rb - 1] : sb[rb - 2], n = tb ? sb[rb - 2] : sb[rb - 1];
-  if (ka != kb) c.fail("inner dimensions differ: " + dimsText(sa) + " x " + dimsText(sb));
+  if (ka != kb) c.fail("inner dimensions differ: " + shapeText(sa) + " x " + shapeText(sb));
   Shape batch = broadcast(c, Shape(sa.begin(), sa.end() - 2), Shape(sb.begin(), sb.end() - 2));
   Shape out = batch;
   out.push_back(m);
@@ -372,7 +374,7 @@ std::vector<Value> mapGemm(MapContext &c) {
 /// Strides, dilations and kernel sizes are at least 1.
 void requirePositive(MapContext &c, const std::vector<int64_t> &v, const char *what) {
   for (int64_t x : v)
-    if (x < 1) c.fail(std::string(what) + " " + dimsText(v) + " must be at least 1");
+    if (x < 1) c.fail(std::string(what) + " " + shapeText(v) + " must be at least 1");
 }
 
 /// Symmetric pads of a 2-d window op: [top, left] from ONNX's
@@ -401,9 +403,9 @@ std::vector<int64_t> pads2d(MapContext &c, const Shape &in, const std::vector<in
   }
   if (p.size() != 4) c.fail("pads must have 4 values for a 2-d window");
   for (int64_t v : p)
-    if (v < 0) c.fail("pads " + dimsText(p) + " must not be negative");
+    if (v < 0) c.fail("pads " + shapeText(p) + " must not be negative");
   if (p[0] != p[2] || p[1] != p[3])
-    c.fail("asymmetric pads " + dimsText(p) + " are not supported (mpc pads both sides equally)");
+    c.fail("asymmetric pads " + shapeText(p) + " are not supported (mpc pads both sides equally)");
   return {p[0], p[1]};
 }
 
@@ -465,7 +467,7 @@ std::vector<Value> mapPool(MapContext &c, bool max) {
   Shape out = {x.shape[0], x.shape[1], 0, 0};
   for (size_t k = 0; k < 2; ++k) {
     int64_t span = x.shape[2 + k] + 2 * pad[k] - kernel[k];
-    if (span < 0) c.fail("the kernel " + dimsText(kernel) + " is larger than the padded input");
+    if (span < 0) c.fail("the kernel " + shapeText(kernel) + " is larger than the padded input");
     int64_t o = (ceil ? (span + stride[k] - 1) / stride[k] : span / stride[k]) + 1;
     // mpc pools as PyTorch does: a last window that would start in the
     // padding is dropped. ONNX before opset 19 keeps it.
@@ -512,20 +514,20 @@ std::vector<Value> mapLayerNormalization(MapContext &c) {
   // Over the axes from `axis` on: mpc's layer_norm over the last axis of x
   // seen as [outer, inner], then back.
   Shape normalized(x.shape.begin() + axis, x.shape.end());
-  int64_t d = product(normalized);
+  int64_t d = shapeProduct(normalized);
   auto vector = [&](size_t i, const char *name, double dflt) {
     if (!c.has(i))
       return c.emit(c.tmpName(name), "fill", {}, json{{"value", dflt}, {"shape", {d}}}, {d});
     Value v = floatData(c, i);
     if (v.shape != normalized && v.shape != Shape{d})
-      c.fail(std::string(name) + " must have the normalised axes' shape " + dimsText(normalized));
+      c.fail(std::string(name) + " must have the normalised axes' shape " + shapeText(normalized));
     return v.shape == Shape{d} ? v : reshape(c, c.tmpName(std::string(name) + "1d"), v, {d});
   };
   Value gamma = vector(1, "scale", 1.0), beta = vector(2, "bias", 0.0);
   json attrs = {{"eps", a.getFloat("epsilon", 1e-5)}};
   if (axis == rank - 1)
     return one(c.emit(c.outName(0), "layer_norm", {x, gamma, beta}, attrs, x.shape));
-  Shape flat = {product(x.shape, 0, size_t(axis)), d};
+  Shape flat = {shapeProduct(x.shape, 0, size_t(axis)), d};
   Value f = reshape(c, c.tmpName("2d"), x, flat);
   Value y = c.emit(c.tmpName("layer_norm"), "layer_norm", {f, gamma, beta}, attrs, flat);
   return one(reshape(c, c.outName(0), y, x.shape));
@@ -538,7 +540,7 @@ std::vector<Value> mapSoftmax(MapContext &c, const char *op) {
   if (c.opset() >= 13 || axis == rank - 1)
     return one(c.emit(c.outName(0), op, {x}, json{{"axis", axis}}, x.shape));
   // Before opset 13: over the input flattened to 2-d at axis.
-  Shape flat = {product(x.shape, 0, size_t(axis)), product(x.shape, size_t(axis))};
+  Shape flat = {shapeProduct(x.shape, 0, size_t(axis)), shapeProduct(x.shape, size_t(axis))};
   Value f = reshape(c, c.tmpName("2d"), x, flat);
   Value s = c.emit(c.tmpName(op), op, {f}, json{{"axis", 1}}, flat);
   return one(reshape(c, c.outName(0), s, x.shape));
@@ -551,7 +553,7 @@ std::vector<Value> mapFlatten(MapContext &c) {
   int64_t axis = c.attrs().getInt("axis", 1);
   if (axis < -rank || axis > rank) c.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
   if (axis < 0) axis += rank;
-  Shape s = {product(x.shape, 0, size_t(axis)), product(x.shape, size_t(axis))};
+  Shape s = {shapeProduct(x.shape, 0, size_t(axis)), shapeProduct(x.shape, size_t(axis))};
   if (axis == 1 && rank >= 2) return one(c.emit(c.outName(0), "flatten", {x}, json::object(), s, x.i32));
   return one(reshape(c, c.outName(0), x, s));
 }
@@ -574,9 +576,9 @@ std::vector<Value> mapReshape(MapContext &c) {
       known *= target[k];
     }
   }
-  if (infer >= 0) target[size_t(infer)] = known ? product(x.shape) / known : 0;
-  if (product(target) != product(x.shape))
-    c.fail("cannot reshape " + dimsText(x.shape) + " to " + dimsText(target));
+  if (infer >= 0) target[size_t(infer)] = known ? shapeProduct(x.shape) / known : 0;
+  if (shapeProduct(target) != shapeProduct(x.shape))
+    c.fail("cannot reshape " + shapeText(x.shape) + " to " + shapeText(target));
   return one(reshape(c, c.outName(0), x, target));
 }
 
@@ -744,7 +746,7 @@ std::vector<Value> mapGather(MapContext &c) {
 std::vector<Value> mapPad(MapContext &c) {
   std::vector<int64_t> pads = c.opset() >= 11 ? constInts(c, 1, "pads") : c.attrs().getInts("pads", {});
   if (std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; }))
-    c.fail("a Pad that pads (" + dimsText(pads) + ") is supported only into a Conv or an "
+    c.fail("a Pad that pads (" + shapeText(pads) + ") is supported only into a Conv or an "
            "AveragePool that counts the padding");
   return one(c.data(0));
 }
@@ -781,25 +783,10 @@ std::vector<Value> mapCast(MapContext &c) {
 
 std::vector<Value> mapReduce(MapContext &c, const char *op) {
   Value x = floatData(c, 0);
-  int64_t rank = int64_t(x.shape.size());
   // ReduceSum takes its axes as an input from opset 13, ReduceMean from 18.
-  std::vector<int64_t> axes = axesOf(c, std::string(op) == "sum" ? 13 : 18, 1);
-  bool keep = c.attrs().getBool("keepdims", 1);
-  if (axes.empty()) {
-    if (c.attrs().getBool("noop_with_empty_axes", 0)) return one(x);
-    for (int64_t k = 0; k < rank; ++k) axes.push_back(k);
-  }
-  std::vector<bool> reduced(size_t(rank), false);
-  for (int64_t& ax : axes) {
-    ax = axisOf(c, ax, rank);
-    reduced[size_t(ax)] = true;
-  }
-  std::sort(axes.begin(), axes.end());
-  Shape s;
-  for (int64_t k = 0; k < rank; ++k)
-    if (!reduced[size_t(k)]) s.push_back(x.shape[size_t(k)]);
-    else if (keep) s.push_back(1);
-  return one(c.emit(c.outName(0), op, {x}, json{{"axes", axes}, {"keepdims", keep}}, s));
+  Reduction r = reductionOf(c, x.shape, std::string(op) == "sum" ? 13 : 18);
+  if (r.noop) return one(x);
+  return one(c.emit(c.outName(0), op, {x}, json{{"axes", r.axes}, {"keepdims", r.keep}}, r.shape));
 }
 
 std::vector<Value> mapExpand(MapContext &c) {

@@ -1,8 +1,12 @@
 //===- tools/mpc/ImportFlags.cpp - the flags every importer takes ----------===//
 #include "tools/mpc/ImportFlags.h"
 
+#include "io/Safetensors.h"
 #include "support/Error.h"
+#include "support/FileIO.h"
 #include "tools/mpc/NumericFlags.h"
+
+#include <cstring>
 
 namespace mpc::tool {
 
@@ -42,6 +46,22 @@ frontend::TrainingOptions trainingOptions(const ImportFlagArgs &a) {
   t.momentum = a.momentum;
   t.weightDecay = a.wd;
   return t;
+}
+
+void writeImportOutputs(const std::string &output, const std::string &modelJson,
+                        const std::string &paramsOut,
+                        const std::vector<frontend::FloatTensor> &tensors) {
+  std::vector<io::NamedTensor> named;
+  for (const frontend::FloatTensor &t : tensors) {
+    io::NamedTensor n;
+    n.name = t.name;
+    n.shape = t.shape;
+    n.data.resize(t.data.size() * 4);
+    if (!t.data.empty()) std::memcpy(n.data.data(), t.data.data(), n.data.size());
+    named.push_back(std::move(n));
+  }
+  writeFileAtomic(output, modelJson);
+  if (!paramsOut.empty()) io::writeSafetensors(paramsOut, named, {{"format", "pt"}});
 }
 
 } // namespace mpc::tool

@@ -3,7 +3,7 @@
 // `mpc import-mxnet` and `mpc import-onnx` take the same --input, --loss,
 // --inference, --optimizer, --lr, --momentum, --wd and --name, with the
 // same checks; each importer words the help of the ones whose meaning
-// depends on its format.
+// depends on its format. Both write their outputs the same way.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -36,5 +36,11 @@ void addImportFlags(CLI::App &cmd, ImportFlagArgs &args, const ImportFlagHelp &h
 std::vector<frontend::InputSpec> inputSpecs(const ImportFlagArgs &args);
 /// The training options; throws UserError for --momentum with adam(w).
 frontend::TrainingOptions trainingOptions(const ImportFlagArgs &args);
+
+/// Writes the model JSON to `output` and, when `paramsOut` is not empty,
+/// `tensors` to it as safetensors (both atomically).
+void writeImportOutputs(const std::string &output, const std::string &modelJson,
+                        const std::string &paramsOut,
+                        const std::vector<frontend::FloatTensor> &tensors);
 
 } // namespace mpc::tool

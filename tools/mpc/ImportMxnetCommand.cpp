@@ -15,14 +15,11 @@
 #include "frontend/mxnet/Import.h"
 #include "frontend/mxnet/ParamsFile.h"
 #include "frontend/mxnet/SymbolFile.h"
-#include "io/Safetensors.h"
 #include "support/Error.h"
 #include "support/FileIO.h"
 #include "tools/mpc/Commands.h"
 #include "tools/mpc/ImportFlags.h"
-#include "tools/mpc/NumericFlags.h"
 
-#include <cstring>
 #include <iostream>
 #include <memory>
 
@@ -60,20 +57,10 @@ void importMxnet(const ImportArgs &a) {
   for (const std::string &n : r.notes) std::cerr << escapeForLine(n) << "\n";
   // Convert the parameters before writing anything: a bad .params file
   // leaves neither output behind.
-  std::vector<io::NamedTensor> tensors;
-  if (!a.params.empty()) {
-    for (const mx::FloatTensor &t :
-         mx::matchParams(mx::readParamsFile(a.params), r.arrays, a.params)) {
-      io::NamedTensor n;
-      n.name = t.name;
-      n.shape = t.shape;
-      n.data.resize(t.data.size() * 4);
-      std::memcpy(n.data.data(), t.data.data(), n.data.size());
-      tensors.push_back(std::move(n));
-    }
-  }
-  writeFileAtomic(a.output, r.modelJson);
-  if (!a.paramsOut.empty()) io::writeSafetensors(a.paramsOut, tensors, {{"format", "pt"}});
+  std::vector<frontend::FloatTensor> tensors;
+  if (!a.params.empty())
+    tensors = mx::matchParams(mx::readParamsFile(a.params), r.arrays, a.params);
+  writeImportOutputs(a.output, r.modelJson, a.paramsOut, tensors);
 }
 
 } // namespace

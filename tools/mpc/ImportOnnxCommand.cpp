@@ -12,13 +12,11 @@
 //===----------------------------------------------------------------------===//
 #include "frontend/onnx/Import.h"
 #include "frontend/onnx/OnnxFile.h"
-#include "io/Safetensors.h"
 #include "support/Error.h"
 #include "support/FileIO.h"
 #include "tools/mpc/Commands.h"
 #include "tools/mpc/ImportFlags.h"
 
-#include <cstring>
 #include <iostream>
 #include <memory>
 
@@ -54,17 +52,7 @@ void importOnnx(const ImportArgs &a) {
                                " kept as frozen parameters (first: " + r.frozen[0] +
                                "); their values come only with --params-out and mpc run --init")
               << "\n";
-  std::vector<io::NamedTensor> tensors;
-  for (const ox::NamedArray &t : r.arrays) {
-    io::NamedTensor n;
-    n.name = t.name;
-    n.shape = t.shape;
-    n.data.resize(t.values.size() * 4);
-    if (!t.values.empty()) std::memcpy(n.data.data(), t.values.data(), n.data.size());
-    tensors.push_back(std::move(n));
-  }
-  writeFileAtomic(a.output, r.modelJson);
-  if (!a.paramsOut.empty()) io::writeSafetensors(a.paramsOut, tensors, {{"format", "pt"}});
+  writeImportOutputs(a.output, r.modelJson, a.paramsOut, r.arrays);
 }
 
 } // namespace

@@ -173,7 +173,7 @@ TEST(ParamsFile, MatchesTheModelsArrays) {
   std::vector<mx::NdArray> a = mx::parseParamsFile(bytes.data(), bytes.size(), "m.params");
   std::vector<mx::ExpectedArray> want = {{"fc1_weight", {2, 3}, false, false, "fc1"},
                                          {"bn_moving_mean", {3}, true, false, "bn"}};
-  std::vector<mx::FloatTensor> t = mx::matchParams(a, want, "m.params");
+  std::vector<mpc::frontend::FloatTensor> t = mx::matchParams(a, want, "m.params");
   ASSERT_EQ(t.size(), 2u);
   EXPECT_EQ(t[0].name, "bn_moving_mean");
   EXPECT_EQ(t[1].name, "fc1_weight");
