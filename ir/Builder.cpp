@@ -39,7 +39,7 @@ TensorType inferNodeType(const OpInfo &info, const std::vector<Node *> &inputs,
   std::vector<TensorType> types;
   types.reserve(inputs.size());
   for (const Node *in : inputs) types.push_back(in->type);
-  return info.infer(types, attrs);
+  return info.resultType(types, attrs);
 }
 
 Node *Builder::create(OpKind op, std::vector<Node *> inputs, AttrMap attrs,

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 #include "ir/Interpreter.h"
 
+
 #include "ir/Init.h"
 #include "ops/Shard.h"
 #include "support/Error.h"
@@ -93,6 +94,7 @@ Interpreter::step(const std::map<std::string, RefTensor> &inputs) {
                         "value for input '" + n->name + "' has shape " +
                             shapeText(it->second.shape) + ", expected " + n->type.str());
       slot[n] = &(values[n->name] = it->second);
+      roundToType(values[n->name], n->type.dtype);
       break;
     }
     case NodeKind::Param:
@@ -117,6 +119,9 @@ Interpreter::step(const std::map<std::string, RefTensor> &inputs) {
       } else {
         n->info().reference(operands, n->attrs, out);
       }
+      // A bf16 or f16 result holds what its two bytes can (ops/Float16.h),
+      // as every backend stores it.
+      roundToType(out, n->type.dtype);
       slot[n] = &out;
       break;
     }

@@ -259,14 +259,16 @@ private:
     if (!j) return DType::F32;
     std::string dp = ptr + "/dtype";
     if (!j->is_string())
-      fail(dp, "bad dtype " + describeJson(*j) + " for " + who + "; expected \"f32\" or \"i32\"");
+      fail(dp, "bad dtype " + describeJson(*j) + " for " + who +
+                   "; expected \"f32\", \"i32\", \"bf16\" or \"f16\"");
     auto t = parseDType(j->get<std::string>());
     if (!t)
       fail(dp, "bad dtype " + quoteName(j->get<std::string>()) + " for " + who +
-                   "; expected \"f32\" or \"i32\"");
+                   "; expected \"f32\", \"i32\", \"bf16\" or \"f16\"");
     if (floatOnly && *t != DType::F32)
       fail(dp, "bad dtype " + quoteName(j->get<std::string>()) + " for " + who +
-                   "; parameters and state are f32");
+                   "; parameters and state are f32 (master weights: --precision=bf16 or fp16 "
+                   "runs their uses in the low type)");
     return *t;
   }
 

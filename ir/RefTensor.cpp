@@ -1,7 +1,14 @@
 //===- ir/RefTensor.cpp - float64 reference tensors ---------------------===//
 #include "ir/RefTensor.h"
 
+#include "ops/Float16.h"
+
 namespace mpc::ir {
+
+void roundToType(RefTensor &t, DType dtype) {
+  if (!ops::isLowPrecision(dtype)) return;
+  for (double &v : t.data) v = double(ops::roundTo(dtype, float(v)));
+}
 
 RefTensor::RefTensor(Shape s, double fill) : shape(std::move(s)) {
   int64_t n = 1;

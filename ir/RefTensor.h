@@ -22,6 +22,12 @@ struct RefTensor {
   int64_t numElements() const { return int64_t(data.size()); }
 };
 
+/// Rounds every value to what an element of `dtype` holds: a bf16 or f16
+/// value is stored in two bytes on every backend (ops/Float16.h), so the
+/// reference holds it so too; f32 and i32 values are left as they are
+/// (float64 stands for f32 throughout the reference).
+void roundToType(RefTensor &t, DType dtype);
+
 /// Row-major strides of `shape`.
 std::vector<int64_t> stridesOf(const Shape &shape);
 

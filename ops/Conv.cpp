@@ -57,6 +57,7 @@ void addConvSchemas(std::vector<OpSchema> &t) {
                             "x [N,C,H,W] with w [O,C/groups,KH,KW], plus b [O] when given: "
                             "f32[N,O,OH,OW]",
                             {"x", "w", "b"});
+    r.precision = Precision::Low;
     r.minArity = 2;
     r.attrs = convAttrs();
     r.infer = [](TypeOps o, const AttrMap &a) {
@@ -84,6 +85,7 @@ void addConvSchemas(std::vector<OpSchema> &t) {
                             "dx of conv2d: the transposed convolution of dy [N,O,OH,OW] with "
                             "w [O,C/groups,KH,KW] onto f32[N,C,input_size] (not differentiable)",
                             {"dy", "w"});
+    r.precision = Precision::Low;
     r.attrs = convAttrs();
     r.attrs.push_back(attr("input_size", AttrType::Ints, std::nullopt,
                            "[H, W]: the spatial size of the forward input x"));
@@ -104,6 +106,7 @@ void addConvSchemas(std::vector<OpSchema> &t) {
                             "dw of conv2d: the correlation of x [N,C,H,W] with dy [N,O,OH,OW] "
                             "summed over N, f32[O,C/groups,kernel_size] (not differentiable)",
                             {"x", "dy"});
+    r.precision = Precision::Low;
     r.attrs = convAttrs();
     r.attrs.push_back(attr("kernel_size", AttrType::Ints, std::nullopt,
                            "[KH, KW]: the spatial size of the forward weights w"));

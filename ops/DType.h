@@ -4,6 +4,11 @@
 // and both backends; its values are plan.bin's dtype codes. C++17, as CUDA
 // translation units include it through plan/Plan.h.
 //
+// bf16 and f16 are the low-precision float types of --precision
+// (docs/precision.md): stored in two bytes, computed in f32 by every
+// kernel, rounded to nearest-even where a result is stored
+// (ops/Float16.h).
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -13,22 +18,39 @@
 
 namespace mpc::ops {
 
-enum class DType : uint8_t { F32 = 0, I32 = 1 };
+enum class DType : uint8_t { F32 = 0, I32 = 1, BF16 = 2, F16 = 3 };
 
-/// "f32" / "i32": the name in model JSON, plan.bin, messages and dumps.
+/// "f32" / "i32" / "bf16" / "f16": the name in model JSON, plan.bin,
+/// messages and dumps.
 constexpr const char *dtypeName(DType t) {
   switch (t) {
   case DType::F32: return "f32";
   case DType::I32: return "i32";
+  case DType::BF16: return "bf16";
+  case DType::F16: return "f16";
   }
   return "?";
 }
 
-/// Parses "f32" / "i32"; nullopt otherwise.
+/// Bytes per element.
+constexpr int dtypeSize(DType t) { return t == DType::BF16 || t == DType::F16 ? 2 : 4; }
+
+/// f32, bf16 or f16.
+constexpr bool isFloat(DType t) { return t != DType::I32; }
+
+/// bf16 or f16: the types autocast runs matmul and conv in.
+constexpr bool isLowPrecision(DType t) { return t == DType::BF16 || t == DType::F16; }
+
+/// Parses "f32" / "i32" / "bf16" / "f16"; nullopt otherwise.
 inline std::optional<DType> parseDType(std::string_view s) {
   if (s == "f32") return DType::F32;
   if (s == "i32") return DType::I32;
+  if (s == "bf16") return DType::BF16;
+  if (s == "f16") return DType::F16;
   return std::nullopt;
 }
+
+/// "f32, i32, bf16 or f16": the names parseDType takes, for messages.
+constexpr const char *kDTypeNames = "f32, i32, bf16 or f16";
 
 } // namespace mpc::ops

@@ -19,6 +19,7 @@ void addDeviceSchemas(std::vector<OpSchema> &t) {
   {
     OpSchema r = makeSchema(OpKind::Copy, "copy", "Device",
                             "x transferred to the node's device (identity on values)", {"x"});
+    r.precision = Precision::Follow;
     r.infer = [](TypeOps o, const AttrMap &) { return o[0]; };
     r.flops = noFlops;
     r.traits = kTransfer;
@@ -31,6 +32,7 @@ void addDeviceSchemas(std::vector<OpSchema> &t) {
   {
     OpSchema r = makeSchema(OpKind::StopGradient, "stop_gradient", "Device",
                             "x, through which no gradient flows", {"x"});
+    r.precision = Precision::Follow;
     r.infer = [](TypeOps o, const AttrMap &) { return o[0]; };
     r.flops = noFlops;
     r.traits = kStopsGradient;

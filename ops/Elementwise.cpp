@@ -70,6 +70,7 @@ OpSchema binary(OpKind k, const char *name, const char *doc, InferFn infer) {
   OpSchema r = makeSchema(k, name, "Elementwise", doc, {"a", "b"});
   r.infer = infer;
   r.traits = kElementwise | kBroadcasts;
+  r.precision = Precision::Follow;
   r.batch = rowwiseBatchRule;
   r.inPlaceOperands = {0, 1};
   return r;
@@ -82,6 +83,7 @@ OpSchema unary(OpKind k, const char *name, const char *doc, InferFn infer,
   r.infer = infer;
   r.flops = flops;
   r.traits = kElementwise;
+  r.precision = Precision::Follow;
   r.batch = rowwiseBatchRule;
   r.inPlaceOperands = {0};
   return r;
@@ -96,6 +98,7 @@ OpSchema backward(OpKind k, const char *name, const char *doc,
   r.infer = infer;
   r.flops = flops;
   r.traits = kElementwise;
+  r.precision = Precision::Follow;
   r.batch = rowwiseBatchRule;
   r.inPlaceOperands = {0, 1};
   return r;
@@ -138,6 +141,32 @@ void addElementwiseSchemas(std::vector<OpSchema> &t) {
         },
         flopsPerElement<8>);
     r.attrs = {geluApproximateAttr()};
+    t.push_back(std::move(r));
+  }
+
+  // The one op that changes a float type (docs/precision.md): autocast
+  // inserts it, and a model may write it.
+  {
+    OpSchema r = makeSchema(
+        OpKind::Cast, "cast",
+        "Elementwise",
+        "x converted to the float type `to` (f32, bf16 or f16), rounding to nearest-even",
+        {"x"});
+    r.attrs = {attr("to", AttrType::String, std::string("f32"), "the result type: f32, bf16 or f16")};
+    r.infer = [](TypeOps o, const AttrMap &a) {
+      std::string to = getString(a, "to");
+      std::optional<DType> t = parseDType(to);
+      if (!t || !isFloat(*t))
+        throw RuleError("cast attribute 'to' must be f32, bf16 or f16, got '" + to + "'");
+      if (!isFloat(o[0].dtype))
+        throw RuleError("cast operand 'x' must be a float type (f32, bf16 or f16), got " +
+                        o[0].str());
+      return TensorType{*t, o[0].shape};
+    };
+    r.shard = [](const ShardQuery &q) { return elementwiseRule(q, Linearity::None); };
+    r.traits = kElementwise;
+    r.precision = Precision::Any;
+    r.batch = rowwiseBatchRule;
     t.push_back(std::move(r));
   }
 

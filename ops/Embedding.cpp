@@ -62,6 +62,7 @@ void addEmbeddingSchemas(std::vector<OpSchema> &t) {
                             "rows of table f32[V,D] picked by i32 ids of any shape: "
                             "result[..., :] = table[ids[...], :], f32 of shape ids.shape + [D]",
                             {"ids", "table"});
+    r.precision = Precision::Follow;
     r.infer = inferEmbedding;
     r.flops = noFlops;
     // Rows of the ids are rows of the result; the table must be shared.

@@ -149,6 +149,8 @@ void addLinalgSchemas(std::vector<OpSchema> &t) {
                           "rank >= 2, op an optional transpose, leading batch axes broadcasting "
                           "(numpy.matmul), plus c when given (gradient accumulation)",
                           {"a", "b", "c"});
+  r.precision = Precision::Low;
+  r.f32Accumulator = 2; // weight gradients summed over micro-batches in f32
   r.minArity = 2;
   r.attrs = {attr("transpose_a", AttrType::Bool, false,
                   "use the transpose of a (its last two axes)"),

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cassert>
+#include <optional>
 
 namespace mpc::ops {
 
@@ -75,6 +76,54 @@ const AttrValue &OpSchema::defaultOf(const std::string &n) const {
   const AttrSpec *a = findAttr(n);
   assert(a && a->defaultValue && "defaultOf: an attribute the schema declares with a default");
   return *a->defaultValue;
+}
+
+const char *precisionText(Precision p) {
+  switch (p) {
+  case Precision::F32Only: return "f32";
+  case Precision::Low: return "f32, bf16, f16 (autocast: low)";
+  case Precision::Follow: return "f32, bf16, f16 (autocast: follows)";
+  case Precision::Any: return "f32, bf16, f16 (converts)";
+  }
+  return "?";
+}
+
+TensorType OpSchema::resultType(std::span<const TensorType> operands, const AttrMap &attrs) const {
+  if (precision == Precision::Any) return infer(operands, attrs);
+  // The low type the operands share, if any; the check names the first
+  // operand that does not fit.
+  std::optional<DType> low;
+  size_t lowAt = 0;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    DType t = operands[i].dtype;
+    if (!isLowPrecision(t)) continue;
+    if (precision == Precision::F32Only)
+      throw RuleError(std::string(name) + " computes in f32 only: operand '" + operandName(i) +
+                      "' is " + operands[i].str() + " (cast it to f32)");
+    if (low && *low != t)
+      throw RuleError(std::string(name) + " operands '" + operandName(lowAt) + "' " +
+                      operands[lowAt].str() + " and '" + operandName(i) + "' " +
+                      operands[i].str() + " differ in precision (cast one)");
+    if (!low) low = t, lowAt = i;
+  }
+  if (!low) return infer(operands, attrs);
+  std::vector<TensorType> asF32(operands.begin(), operands.end());
+  bool accumulatesF32 = false;
+  for (size_t i = 0; i < asF32.size(); ++i) {
+    if (asF32[i].dtype == DType::F32) {
+      if (int(i) == f32Accumulator) {
+        accumulatesF32 = true;
+        continue;
+      }
+      throw RuleError(std::string(name) + " operands '" + operandName(lowAt) + "' " +
+                      operands[lowAt].str() + " and '" + operandName(i) + "' " +
+                      operands[i].str() + " differ in precision (cast one)");
+    }
+    if (asF32[i].dtype == *low) asF32[i].dtype = DType::F32;
+  }
+  TensorType r = infer(asF32, attrs);
+  if (r.dtype == DType::F32 && !accumulatesF32) r.dtype = *low;
+  return r;
 }
 
 std::string OpSchema::arityText() const {

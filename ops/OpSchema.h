@@ -43,6 +43,27 @@ enum OpTrait : unsigned {
   kCollective = 1u << 6,
 };
 
+/// Which float types an op takes, and what the autocast pass
+/// (passes/Autocast.cpp, docs/precision.md) does with it under
+/// --precision=bf16|fp16.
+enum class Precision : uint8_t {
+  /// Computes in f32 only: its float operands must be f32 (reductions,
+  /// softmax, norms and their statistics, losses, optimizer updates,
+  /// collectives). Autocast casts low-precision operands up to f32.
+  F32Only,
+  /// Takes f32, bf16 or f16 and computes in f32 (matmul and conv accumulate
+  /// in f32); autocast runs it in the low type.
+  Low,
+  /// Takes f32, bf16 or f16 and computes in f32; autocast runs it in the
+  /// type of its activations (elementwise and shape ops, copies).
+  Follow,
+  /// Its shape rule reads the types itself (cast).
+  Any,
+};
+
+/// "f32", "f32 bf16 f16 (low)", ...: the types column of `mpc ops`.
+const char *precisionText(Precision p);
+
 /// Shape/dtype rule: the result type from the operand types and the attributes
 /// (all declared attributes are present). Throws RuleError with a message that
 /// names both sides of a mismatch, e.g. "f32[100,2] x f32[3,1]". The IR's
@@ -74,6 +95,15 @@ struct OpSchema {
   /// operand replicated (replicatedRule).
   ShardFn shard = nullptr;
   unsigned traits = 0;
+  /// The float types it takes (Precision above). A Low or Follow op's float
+  /// operands share one type T and its result is in T; `infer` sees them
+  /// as f32 (resultType does the substitution), so shape rules are written
+  /// once, over f32.
+  Precision precision = Precision::F32Only;
+  /// Low ops: an operand that may stay f32 while the others are low, and
+  /// then gives the result its type (matmul's accumulator c: weight
+  /// gradients summed over micro-batches in f32); -1: none.
+  int f32Accumulator = -1;
   std::vector<int> mutatedOperands; ///< operands a kOptimizer op updates in place
   /// Operands whose buffer the result may take over when the operand dies at
   /// this op and has exactly the result's type (codegen/InPlace.cpp). Listing
@@ -83,6 +113,13 @@ struct OpSchema {
   /// test/unit/runtime/KernelTest.cpp, CudaKernelAlias in
   /// test/unit/runtime_cuda/CudaKernelTest.cpp) prove it on every op case.
   std::vector<int> inPlaceOperands;
+
+  /// The result type of the op over `operands`: `infer`, with the float
+  /// types checked against `precision` first. Throws RuleError naming the
+  /// operand whose type the op does not take. Every caller of a shape rule
+  /// goes through this (the IR's builder and verifier, the plan verifier).
+  TensorType resultType(std::span<const TensorType> operands, const AttrMap &attrs) const;
+  bool takesLowPrecision() const { return precision != Precision::F32Only; }
 
   /// Floating point operations of one execution: `flops`, or one per
   /// result element without it (placement, --stats, traces).

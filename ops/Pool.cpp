@@ -57,6 +57,7 @@ void addPoolSchemas(std::vector<OpSchema> &t) {
                             "the maximum of each kernel window of x [N,C,H,W] "
                             "(torch.nn.functional.max_pool2d; padding never wins)",
                             {"x"});
+    r.precision = Precision::Follow;
     r.attrs = poolAttrs(false);
     r.infer = [](TypeOps o, const AttrMap &a) {
       return TensorType{DType::F32, poolGeom(OpKind::MaxPool2d, types(o), a).yShape()};
@@ -70,6 +71,7 @@ void addPoolSchemas(std::vector<OpSchema> &t) {
                             "dx of max_pool2d: zeros with each dy added at the first maximum of "
                             "its window of x (not differentiable)",
                             {"x", "dy"});
+    r.precision = Precision::Follow;
     r.attrs = poolAttrs(false);
     r.infer = [](TypeOps o, const AttrMap &a) {
       poolGeom(OpKind::MaxPool2dGrad, types(o), a);
@@ -86,6 +88,7 @@ void addPoolSchemas(std::vector<OpSchema> &t) {
                             "the mean of each kernel window of x [N,C,H,W] "
                             "(torch.nn.functional.avg_pool2d)",
                             {"x"});
+    r.precision = Precision::Follow;
     r.attrs = poolAttrs(true);
     r.infer = [](TypeOps o, const AttrMap &a) {
       return TensorType{DType::F32, poolGeom(OpKind::AvgPool2d, types(o), a).yShape()};
@@ -99,6 +102,7 @@ void addPoolSchemas(std::vector<OpSchema> &t) {
                             "dx of avg_pool2d: zeros f32[N,C,input_size] with each dy / divisor "
                             "added over its window (not differentiable)",
                             {"dy"});
+    r.precision = Precision::Follow;
     r.attrs = poolAttrs(true);
     r.attrs.push_back(attr("input_size", AttrType::Ints, std::nullopt,
                            "[H, W]: the spatial size of the forward input x"));

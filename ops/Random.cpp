@@ -68,6 +68,7 @@ void addRandomSchemas(std::vector<OpSchema> &t) {
                           "1 / (1 - p); the mask is a function of (plan seed, key, step, "
                           "element); the identity in plans without a loss",
                           {"x"});
+  r.precision = Precision::Follow;
   r.attrs = {attr("p", AttrType::Float, 0.5, "probability of zeroing an element, in [0, 1)"),
              attr("key", AttrType::String, std::string(),
                   "the mask's stream; empty: the node's name (the gradient keeps the forward's)"),

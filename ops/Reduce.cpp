@@ -114,6 +114,7 @@ void addReduceSchemas(std::vector<OpSchema> &t) {
   {
     OpSchema r = makeSchema(OpKind::BroadcastTo, "broadcast_to", "Reduce",
                             "x broadcast NumPy style to shape", {"x"});
+    r.precision = Precision::Follow;
     r.attrs = {attr("shape", AttrType::Ints, std::nullopt, "the result shape")};
     r.infer = inferBroadcastTo;
     // Each element copied: a split passes through where x does not

@@ -219,6 +219,7 @@ void addShapeSchemas(std::vector<OpSchema> &t) {
     OpSchema r = makeSchema(OpKind::Reshape, "reshape", "Shape",
                             "x with a new shape of the same element count (row-major; f32 or i32)",
                             {"x"});
+    r.precision = Precision::Follow;
     r.attrs = {attr("shape", AttrType::Ints, std::nullopt,
                     "the result shape; one dimension may be -1 (inferred)")};
     r.infer = inferReshape;
@@ -240,6 +241,7 @@ void addShapeSchemas(std::vector<OpSchema> &t) {
   {
     OpSchema r = makeSchema(OpKind::Transpose, "transpose", "Shape",
                             "x with its axes permuted: result axis i is x axis perm[i]", {"x"});
+    r.precision = Precision::Follow;
     r.attrs = {attr("perm", AttrType::Ints, std::vector<int64_t>{},
                     "the permutation; [] reverses the axes")};
     r.infer = inferTranspose;
@@ -256,6 +258,7 @@ void addShapeSchemas(std::vector<OpSchema> &t) {
   {
     OpSchema r = makeSchema(OpKind::Fill, "fill", "Shape",
                             "an f32 constant of the given shape (no operands)", {});
+    r.precision = Precision::Follow;
     r.attrs = {attr("value", AttrType::Float, 0.0, "the value of every element"),
                attr("shape", AttrType::Ints, std::nullopt, "the result shape")};
     r.infer = [](TypeOps, const AttrMap &a) {
@@ -270,6 +273,7 @@ void addShapeSchemas(std::vector<OpSchema> &t) {
   {
     OpSchema r = makeSchema(OpKind::Slice, "slice", "Shape",
                             "the elements [start, end) of x along axis (f32 or i32)", {"x"});
+    r.precision = Precision::Follow;
     r.shard = shardAlongOtherAxis;
     r.attrs = {attr("axis", AttrType::Int, int64_t(0),
                     "the sliced axis; negative counts from the end"),
@@ -287,6 +291,7 @@ void addShapeSchemas(std::vector<OpSchema> &t) {
                             "x0, x1, ... joined along axis in order (1 to 64 operands, all f32 "
                             "or all i32)",
                             {"x"});
+    r.precision = Precision::Follow;
     r.variadic = true;
     r.minArity = 1;
     r.shard = shardAlongOtherAxis;
@@ -303,6 +308,7 @@ void addShapeSchemas(std::vector<OpSchema> &t) {
     OpSchema r = makeSchema(OpKind::Flatten, "flatten", "Shape",
                             "x [N, ...] as [N, product of the other axes] (row-major; f32 or i32)",
                             {"x"});
+    r.precision = Precision::Follow;
     r.infer = [](TypeOps o, const AttrMap &) {
       const TensorType &x = o[0];
       requireF32OrI32(x, "flatten", "x");

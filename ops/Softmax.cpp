@@ -77,6 +77,7 @@ void addSoftmaxSchemas(std::vector<OpSchema> &t) {
                             "x with x[..., i, j] = value where j > i (above the diagonal of the "
                             "last two axes: row i, column j)",
                             {"x"});
+    r.precision = Precision::Follow;
     r.attrs = {attr("value", AttrType::Float, -1e9, "the value of the masked entries")};
     r.infer = inferCausalMask;
     r.flops = noFlops;

@@ -46,7 +46,7 @@ struct TensorType {
   int64_t rank() const { return int64_t(shape.size()); }
   /// Number of elements; the shape must already be checked.
   int64_t numElements() const;
-  int64_t byteSize() const { return numElements() * 4; }
+  int64_t byteSize() const { return numElements() * dtypeSize(dtype); }
   /// "f32[100,2]", "f32[]" for a scalar.
   std::string str() const;
   // Spelled out: CUDA translation units include this header as C++17.

@@ -130,7 +130,7 @@ std::vector<std::pair<std::string, std::string>> checkKernel(const Instr &in,
     operands.push_back({device.buffers[id].dtype, device.buffers[id].shape});
   const Buffer &result = device.buffers[in.output];
   try {
-    ops::TensorType want = op.infer(operands, ruleAttrs(in, op));
+    ops::TensorType want = op.resultType(operands, ruleAttrs(in, op));
     if (want.dtype != result.dtype || want.shape != result.shape)
       out.emplace_back("/output", "'" + in.op + "' gives " + want.str() +
                                       ", but its result buffer '" + result.name + "' is " +

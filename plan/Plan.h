@@ -178,18 +178,19 @@ struct TensorRef {
   }
 };
 
-/// Part i of a sharded tensor's 4-byte elements: copies between the whole
+/// Part i of a sharded tensor's elements: copies between the whole
 /// tensor and part i (shardElements() elements), in either layout
 /// (TensorRef::shards, ::shardAxis); the one place the runtimes read them.
 /// Joining writes the part's elements of `whole`; extracting zeroes
 /// ZeRO-1's padding.
 template <bool Join, class Whole, class Part>
 inline void movePart(const TensorRef &r, size_t i, Whole *whole, Part *part) {
-  if constexpr (!Join) std::memset(part, 0, size_t(r.shardElements()) * 4);
+  const int64_t e = ops::dtypeSize(r.dtype);
+  if constexpr (!Join) std::memset(part, 0, size_t(r.shardElements() * e));
   ops::forEachPartRun(r.shape.data(), r.shape.size(), r.shardAxis, int64_t(r.shards.size()),
                       int64_t(i), [&](int64_t w, int64_t p, int64_t n) {
-                        if constexpr (Join) std::memcpy(whole + w * 4, part + p * 4, size_t(n) * 4);
-                        else std::memcpy(part + p * 4, whole + w * 4, size_t(n) * 4);
+                        if constexpr (Join) std::memcpy(whole + w * e, part + p * e, size_t(n * e));
+                        else std::memcpy(part + p * e, whole + w * e, size_t(n * e));
                       });
 }
 inline void extractPart(const TensorRef &r, size_t i, const uint8_t *whole, uint8_t *part) {

@@ -140,9 +140,8 @@ public:
   }
   DType dtype(const json &j, const std::string &ptr) const {
     std::string s = str(j, ptr);
-    if (s == "f32") return DType::F32;
-    if (s == "i32") return DType::I32;
-    fail(ptr, "unknown dtype '" + s + "' (expected f32 or i32)");
+    if (auto t = ops::parseDType(s)) return *t;
+    fail(ptr, "unknown dtype '" + s + "' (expected " + ops::kDTypeNames + ")");
   }
   std::vector<int64_t> shape(const json &j, const std::string &ptr) const {
     array(j, ptr);
@@ -447,7 +446,7 @@ Plan deserializePlan(const uint8_t *data, size_t size, const std::string &file) 
     if (off > dataLen || bytes > dataLen - off)
       reader.fail(ptr, "bytes [" + std::to_string(off) + ", +" + std::to_string(bytes) +
                            ") run past the data section (" + std::to_string(dataLen) + " bytes)");
-    uint64_t want = uint64_t(r.numElements()) * 4;
+    uint64_t want = uint64_t(r.numElements()) * uint64_t(ops::dtypeSize(r.dtype));
     if (bytes != want)
       reader.fail(ptr + "/bytes", std::to_string(bytes) + " bytes for '" + r.name + "' of " +
                                       std::to_string(r.numElements()) + " elements (expected " +

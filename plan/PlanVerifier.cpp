@@ -77,10 +77,11 @@ struct Verifier {
         shapesOk = false;
         continue;
       }
-      if (b.bytes != uint64_t(*n) * 4)
+      const uint64_t want = uint64_t(*n) * uint64_t(ops::dtypeSize(b.dtype));
+      if (b.bytes != want)
         report(bp() + "/bytes", std::to_string(b.bytes) + " bytes for " +
                                   typeText(b.dtype, b.shape) + " (expected " +
-                                  std::to_string(*n * 4) + ")");
+                                  std::to_string(want) + ")");
       if (b.offset % kPlanAlignment != 0)
         report(bp() + "/offset", "offset " + std::to_string(b.offset) + " is not 64-byte aligned");
       uint64_t limit = b.region == Region::Arena ? d.arenaBytes : d.persistentBytes;
@@ -762,7 +763,7 @@ struct Verifier {
       for (size_t i = 0; i < want; ++i) {
         const TensorRef &r = i < plan.params.size() ? plan.params[i] : plan.states[i - plan.params.size()];
         auto n = ops::checkedNumElements(r.shape);
-        if (!n || plan.initialValues[i].size() != uint64_t(*n) * 4)
+        if (!n || plan.initialValues[i].size() != uint64_t(*n) * uint64_t(ops::dtypeSize(r.dtype)))
           report("/initial_values/" + std::to_string(i),
                  std::to_string(plan.initialValues[i].size()) + " bytes for '" + r.name + "' " +
                      typeText(r.dtype, r.shape));

@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/Executor.h"
 
+#include "ops/Float16.h"
+
 #include "plan/TransferWalk.h"
 #include "runtime/Channel.h"
 #include "support/Error.h"
@@ -233,12 +235,12 @@ void Executor::step() {
 }
 
 void Executor::write(const plan::TensorRef &tensor, const void *src, size_t bytes) {
-  MPC_ASSERT(bytes == size_t(tensor.numElements()) * 4,
+  MPC_ASSERT(bytes == size_t(tensor.numElements()) * size_t(ops::dtypeSize(tensor.dtype)),
              "size mismatch writing '" + tensor.name + "'");
   MPC_ASSERT(hosts(tensor), "tensor '" + tensor.name + "' is on devices of other processes");
   if (!tensor.shards.empty()) {
     // Each part hosted here: its elements of the whole.
-    std::vector<uint8_t> part(size_t(tensor.shardElements()) * 4);
+    std::vector<uint8_t> part(size_t(tensor.shardElements()) * size_t(ops::dtypeSize(tensor.dtype)));
     for (size_t i = 0; i < tensor.shards.size(); ++i) {
       const plan::Placement &at = tensor.shards[i];
       if (!hosts(at.device)) continue;
@@ -262,7 +264,7 @@ void Executor::write(const plan::TensorRef &tensor, const void *src, size_t byte
 }
 
 void Executor::read(const plan::TensorRef &tensor, void *dst, size_t bytes) {
-  MPC_ASSERT(bytes == size_t(tensor.numElements()) * 4,
+  MPC_ASSERT(bytes == size_t(tensor.numElements()) * size_t(ops::dtypeSize(tensor.dtype)),
              "size mismatch reading '" + tensor.name + "'");
   MPC_ASSERT(hosts(tensor), "tensor '" + tensor.name + "' is on devices of other processes");
   if (!tensor.shards.empty()) {
@@ -280,7 +282,7 @@ std::vector<uint8_t> Executor::readShard(const plan::TensorRef &tensor, size_t i
   const plan::Placement &at = tensor.shards[i];
   MPC_ASSERT(hosts(at.device), "shard " + std::to_string(i) + " of '" + tensor.name +
                                    "' is on a device of another process");
-  std::vector<uint8_t> part(size_t(tensor.shardElements()) * 4);
+  std::vector<uint8_t> part(size_t(tensor.shardElements()) * size_t(ops::dtypeSize(tensor.dtype)));
   backends_[at.device]->download(at.buffer, part.data(), part.size());
   return part;
 }
@@ -296,6 +298,12 @@ void Executor::takeSpans(uint32_t device, std::vector<InstrSpan> &out) {
 
 std::vector<float> Executor::readFloats(const plan::TensorRef &tensor) {
   std::vector<float> out(size_t(tensor.numElements()));
+  if (ops::isLowPrecision(tensor.dtype)) {
+    std::vector<uint8_t> bytes(out.size() * 2);
+    read(tensor, bytes.data(), bytes.size());
+    for (size_t i = 0; i < out.size(); ++i) out[i] = ops::loadFloat(tensor.dtype, bytes.data(), int64_t(i));
+    return out;
+  }
   read(tensor, out.data(), out.size() * 4);
   return out;
 }

@@ -81,6 +81,7 @@ public:
   void write(const plan::TensorRef &tensor, const void *src, size_t bytes);
   /// Reads a user tensor (input, output, param, state, loss) to host bytes.
   void read(const plan::TensorRef &tensor, void *dst, size_t bytes);
+  /// A float tensor's values as f32 (a bf16 or f16 tensor widened).
   std::vector<float> readFloats(const plan::TensorRef &tensor);
 
   /// Looks a tensor up by name among inputs, outputs, params, states; null if

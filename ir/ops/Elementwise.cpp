@@ -143,9 +143,24 @@ void refSigmoidGrad(RefOps o, const AttrMap &, RefTensor &out) {
   binaryRef(o, out, [](double y, double dy) { return dy * (y * (1.0 - y)); });
 }
 
+// --- cast ----------------------------------------------------------------
+
+/// The gradient goes back in x's type (a straight-through cast, as in
+/// PyTorch): rounding has no derivative worth following.
+std::vector<Node *> gradCast(Builder &b, const Node &n, Node *dy) {
+  return {b.create(OpKind::Cast, {dy}, {{"to", std::string(dtypeName(n.inputs[0]->type.dtype))}})};
+}
+
+/// The values as they are: the rounding to a low type is the one every
+/// bf16 or f16 result of the reference gets (ir::roundToType).
+void refCast(RefOps o, const AttrMap &, RefTensor &out) {
+  unaryRef(o, out, [](double x) { return x; });
+}
+
 } // namespace
 
 void addElementwiseRules(RuleTable &t) {
+  t[size_t(OpKind::Cast)] = {gradCast, refCast};
   t[size_t(OpKind::Add)] = {gradAdd, refAdd};
   t[size_t(OpKind::Sub)] = {gradSub, refSub};
   t[size_t(OpKind::Mul)] = {gradMul, refMul};

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/CpuDevice.h"
 
+#include "runtime/cpu/LowPrecision.h"
 #include "support/Error.h"
 
 #include <cblas.h>
@@ -90,6 +91,7 @@ void CpuDevice::load(const plan::Plan &plan, uint32_t device) {
 
   const CpuKernelRegistry &registry = cpuKernels();
   kernels_.clear();
+  staging_.clear();
   steps_.clear();
   collectives_.clear();
   collectiveCursor_ = 0;
@@ -143,6 +145,8 @@ void CpuDevice::load(const plan::Plan &plan, uint32_t device) {
       };
       for (uint32_t id : in.inputs) k.in.push_back(arg(id));
       k.out = arg(in.output);
+      LowPrecisionStaging staging;
+      if (in.op != "cast") staging = stageLowPrecision(k);
       if (kernel->prepare) {
         try {
           kernel->prepare(k);
@@ -152,6 +156,7 @@ void CpuDevice::load(const plan::Plan &plan, uint32_t device) {
       }
       s.kernel = kernels_.size();
       kernels_.push_back(std::move(k));
+      staging_.push_back(std::move(staging));
       break;
     }
     default:
@@ -165,6 +170,12 @@ void CpuDevice::load(const plan::Plan &plan, uint32_t device) {
   scratch_.assign(size_t(scratchFloats), 0.f);
   for (KernelInstance &k : kernels_)
     if (k.scratchFloats > 0) k.floats = scratch_.data();
+  // And one for the f32 copies of bf16 and f16 buffers.
+  int64_t stagingFloats = 0;
+  for (const LowPrecisionStaging &st : staging_) stagingFloats = std::max(stagingFloats, st.floats);
+  stagingSpace_.assign(size_t(stagingFloats), 0.f);
+  for (size_t i = 0; i < kernels_.size(); ++i)
+    if (staging_[i].any()) pointStaging(kernels_[i], staging_[i], stagingSpace_.data());
 }
 
 void CpuDevice::upload(uint32_t buffer, const void *src, size_t bytes) {
@@ -192,11 +203,14 @@ template <bool Poll> bool CpuDevice::run(Transport &transport, int64_t step, siz
     switch (s.kind) {
     case plan::InstrKind::Kernel: {
       const KernelInstance &k = kernels_[s.kernel];
+      const LowPrecisionStaging &low = staging_[s.kernel];
+      if (low.any()) widenOperands(low, stagingSpace_.data());
       try {
         k.run(k);
       } catch (const RuleError &e) {
         fail(s.instr, e.what());
       }
+      if (low.any()) narrowResult(low, stagingSpace_.data());
       ++stats_.kernels;
       break;
     }

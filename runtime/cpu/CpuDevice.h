@@ -12,6 +12,7 @@
 #include "runtime/Backend.h"
 #include "runtime/Collective.h"
 #include "runtime/cpu/CpuKernel.h"
+#include "runtime/cpu/LowPrecision.h"
 
 #include <memory>
 #include <string>
@@ -61,6 +62,10 @@ private:
   std::vector<void *> bufferPtr_;
   std::vector<uint64_t> bufferBytes_;
   std::vector<KernelInstance> kernels_;
+  /// Per kernel instance: the f32 copies of its bf16/f16 buffers
+  /// (runtime/cpu/LowPrecision.h), in stagingSpace_.
+  std::vector<LowPrecisionStaging> staging_;
+  std::vector<float> stagingSpace_;
   std::vector<float> scratch_; ///< the kernels' shared f32 work space (KernelInstance::floats)
   /// Each collective instruction's steps (runtime/Collective.h), and where
   /// the one in progress stands when the device paused inside it.

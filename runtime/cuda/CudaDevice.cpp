@@ -15,9 +15,11 @@
 #include "runtime/Strides.h"
 #include "runtime/cuda/CudaCheck.h"
 #include "runtime/cuda/CudaTransport.h"
+#include "runtime/cuda/kernels/Convert.h"
 #include "support/Error.h"
 
 #include <cstring>
+#include <tuple>
 
 namespace mpc::runtime::cuda {
 
@@ -109,6 +111,19 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
   uint64_t stagingBytes = 0;
   std::vector<uint64_t> stagingOffset(prog.instrs.size(), UINT64_MAX);
   int64_t scratchFloats = 0;
+  // f32 copies of a kernel's bf16 and f16 buffers (every kernel but cast is
+  // written over f32): one region, sized for the instruction that needs
+  // the most, as the device runs one instruction at a time.
+  uint64_t lowStagingBytes = 0;
+  auto lowStaged = [&](const plan::Instr &in) {
+    uint64_t need = 0;
+    if (in.kind != plan::InstrKind::Kernel || in.op == "cast") return need;
+    for (uint32_t id : in.inputs)
+      if (ops::isLowPrecision(bufs[id].dtype)) need += alignUp(uint64_t(bufs[id].numElements()) * 4);
+    if (ops::isLowPrecision(bufs[in.output].dtype))
+      need += alignUp(uint64_t(bufs[in.output].numElements()) * 4);
+    return need;
+  };
   bool anyMatmul = false;
   for (size_t i = 0; i < prog.instrs.size(); ++i) {
     const plan::Instr &in = prog.instrs[i];
@@ -120,6 +135,7 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
       // The ops that run cuBLAS GEMMs: matmul, and conv2d's im2col products.
       anyMatmul |= in.op == "matmul" || in.op == "conv2d" || in.op == "conv2d_grad_input" ||
                    in.op == "conv2d_grad_weight";
+      lowStagingBytes = std::max(lowStagingBytes, lowStaged(in));
       const CudaKernel *k = cudaKernels().find(in.op);
       if (k && k->scratchFloats) {
         KernelOperands ops;
@@ -134,7 +150,8 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
       }
     }
   }
-  uint64_t scratchAt = stagingAt + alignUp(stagingBytes);
+  uint64_t lowStagingAt = stagingAt + alignUp(stagingBytes);
+  uint64_t scratchAt = lowStagingAt + lowStagingBytes;
   uint64_t workspaceAt = scratchAt + alignUp(uint64_t(scratchFloats) * 4);
   uint64_t workspaceBytes = anyMatmul ? kCublasWorkspace : 0;
   uint64_t flagAt = workspaceAt + workspaceBytes;
@@ -173,6 +190,7 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
   KernelContext ctx{stream_, cublas_, reinterpret_cast<float *>(base + scratchAt),
                     DataErrorSink{dataError_, 0}, &step_, plan.seed};
   actions_.clear();
+  shadowBuffers_.clear();
   for (size_t i = 0; i < prog.instrs.size(); ++i) {
     const plan::Instr &in = prog.instrs[i];
     Action a;
@@ -188,16 +206,49 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
       ops.instr = &in;
       ops.ctx = ctx;
       ops.ctx.dataError.instr = int(i);
+      const bool isCast = in.op == "cast";
+      // A bf16 or f16 buffer of any kernel but cast: the kernel sees an
+      // f32 copy in the low-precision staging region (widened before it,
+      // the result rounded back after it).
+      struct Convert {
+        void *from;
+        ops::DType fromType;
+        void *to;
+        ops::DType toType;
+        int64_t n;
+      };
+      std::vector<Convert> widen, narrow;
+      uint64_t lowAt = lowStagingAt;
+      auto stage = [&](uint32_t id, std::vector<Convert> &list, bool in) -> std::pair<const plan::Buffer *, void *> {
+        const plan::Buffer &b = bufs[id];
+        if (!ops::isLowPrecision(b.dtype) || isCast) return {&b, ptrs_[id]};
+        plan::Buffer &shadow = shadowBuffers_.emplace_back(b);
+        shadow.dtype = plan::DType::F32;
+        shadow.bytes = uint64_t(b.numElements()) * 4;
+        void *copy = base + lowAt;
+        lowAt += alignUp(shadow.bytes);
+        if (in) list.push_back({ptrs_[id], b.dtype, copy, plan::DType::F32, b.numElements()});
+        else list.push_back({copy, plan::DType::F32, ptrs_[id], b.dtype, b.numElements()});
+        return {&shadow, copy};
+      };
       for (uint32_t id : in.inputs) {
-        ops.inputs.push_back(&bufs[id]);
-        ops.inPtr.push_back(ptrs_[id]);
+        auto [buf, ptr] = stage(id, widen, true);
+        ops.inputs.push_back(buf);
+        ops.inPtr.push_back(ptr);
       }
-      ops.output = &bufs[in.output];
-      ops.outPtr = ptrs_[in.output];
+      std::tie(ops.output, ops.outPtr) = stage(in.output, narrow, false);
       try {
         a.launch = k->prepare(ops);
       } catch (const RuleError &e) {
         throw UserError("", at, e.what());
+      }
+      if (!widen.empty() || !narrow.empty()) {
+        cudaStream_t stream = stream_;
+        a.launch = [widen, narrow, stream, inner = std::move(a.launch)] {
+          for (const Convert &c : widen) launchConvert(c.from, c.fromType, c.to, c.toType, c.n, stream);
+          inner();
+          for (const Convert &c : narrow) launchConvert(c.from, c.fromType, c.to, c.toType, c.n, stream);
+        };
       }
       a.op = in.op.c_str();
       break;

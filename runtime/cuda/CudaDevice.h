@@ -19,6 +19,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -98,6 +99,9 @@ private:
   DataError *dataError_ = nullptr; ///< the bad-data record, in the block's last slot
   int64_t step_ = 0; ///< the running step's number (KernelContext::step points here)
   std::vector<const plan::Buffer *> buffers_;
+  /// The f32 descriptions of bf16 and f16 buffers that kernels see through
+  /// staging (load); a deque, so the kernels' pointers stay valid.
+  std::deque<plan::Buffer> shadowBuffers_;
   std::vector<void *> ptrs_;
   std::vector<Action> actions_;
   std::vector<void *> pinned_;            ///< host-path bounce buffers

@@ -12,6 +12,7 @@
 #include "runtime/cpu/CpuKernel.h"
 #include "runtime/cpu/kernels/Loops.h"
 #include "runtime/cpu/kernels/VectorMath.h"
+#include "ops/Float16.h"
 
 #include <algorithm>
 #include <cmath>
@@ -173,9 +174,20 @@ void runGeluGrad(const KernelInstance &k) {
   vmath::geluGradLoop(x, dy, o, k.out.numel);
 }
 
+/// cast: the one kernel that reads and writes its buffers' own float types
+/// (the device widens low-precision operands of every other op:
+/// runtime/cpu/LowPrecision.h).
+void runCast(const KernelInstance &k) {
+  const plan::DType from = k.in[0].dtype, to = k.out.dtype;
+  const void *x = k.in[0].data;
+  void *y = k.out.data;
+  for (int64_t i = 0; i < k.out.numel; ++i) ops::storeFloat(to, y, i, ops::loadFloat(from, x, i));
+}
+
 } // namespace
 
 namespace kernels::Elementwise {
+const CpuKernel Cast{nullptr, runCast};
 const CpuKernel Add{prepareBinary, runBinary<AddF>};
 const CpuKernel Sub{prepareBinary, runBinary<SubF>};
 const CpuKernel Mul{prepareBinary, runBinary<MulF>};

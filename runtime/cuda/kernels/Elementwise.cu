@@ -15,6 +15,7 @@
 #include "runtime/cuda/kernels/Common.cuh"
 #include "runtime/cuda/kernels/Prepare.h"
 
+#include "runtime/cuda/kernels/Convert.h"
 #include "runtime/cuda/kernels/Descriptors.h"
 
 #include <cmath>
@@ -204,9 +205,21 @@ Launch prepareGeluGrad(const KernelOperands &k) {
   return geluUsesTanh(k) ? prepareBinary<GeluTanhGradF>(k) : prepareBinary<GeluGradF>(k);
 }
 
+/// cast: converts its buffers' own types (every other kernel sees f32
+/// staging copies of bf16 and f16 buffers: CudaDevice).
+Launch prepareCast(const KernelOperands &k) {
+  const void *x = k.inPtr[0];
+  void *y = k.outPtr;
+  ops::DType from = k.inputs[0]->dtype, to = k.output->dtype;
+  int64_t n = k.output->numElements();
+  cudaStream_t s = k.ctx.stream;
+  return [=] { launchConvert(x, from, y, to, n, s); };
+}
+
 } // namespace
 
 namespace kernels::Elementwise {
+const CudaKernel Cast{nullptr, prepareCast};
 const CudaKernel Add{nullptr, prepareBinary<AddF>};
 const CudaKernel Sub{nullptr, prepareBinary<SubF>};
 const CudaKernel Mul{nullptr, prepareBinary<MulF>};

@@ -7,11 +7,13 @@
 //===----------------------------------------------------------------------===//
 #include "test/unit/ir/OpCases.h"
 
+
 #include "ir/Builder.h"
 #include "ir/OpInfo.h"
 #include "support/Error.h"
 
 #include <cmath>
+#include <tuple>
 
 namespace mpc::ir::opcases {
 
@@ -309,6 +311,16 @@ std::vector<OpCase> buildCases() {
        {"inner", int64_t(6)}});
 
   // Device ops.
+  // cast: to and from each float type (the rounding is the reference's).
+  {
+    auto typed = [](DType t, Shape sh) { return TensorType{t, std::move(sh)}; };
+    add(OpKind::Cast, "to_bf16", {f32({3, 4})}, {{"to", std::string("bf16")}});
+    add(OpKind::Cast, "to_f16", {f32({2, 5})}, {{"to", std::string("f16")}});
+    add(OpKind::Cast, "to_f32", {f32({4})}, {{"to", std::string("f32")}});
+    add(OpKind::Cast, "bf16_to_f32", {typed(DType::BF16, {3, 4})}, {{"to", std::string("f32")}});
+    add(OpKind::Cast, "f16_to_bf16", {typed(DType::F16, {6})}, {{"to", std::string("bf16")}});
+    add(OpKind::Cast, "f16_large", {f32({8})}, {{"to", std::string("f16")}}, {range(-6e4, 6e4)});
+  }
   add(OpKind::Copy, "matrix", {f32({3, 4})});
   add(OpKind::Copy, "labels", {i32({4})}, {}, {integers(0, 9)});
   add(OpKind::Copy, "scalar", {f32({})});
@@ -465,6 +477,36 @@ const std::vector<OpCase> &allOpCases() {
   return cases;
 }
 
+const std::vector<OpCase> &lowPrecisionCases() {
+  static const std::vector<OpCase> cases = [] {
+    std::vector<OpCase> out;
+    for (const OpCase &c : allOpCases()) {
+      const OpInfo &info = opInfo(c.kind);
+      if (info.precision != ops::Precision::Low && info.precision != ops::Precision::Follow)
+        continue;
+      bool anyFloat = false;
+      for (const TensorType &t : c.operands) anyFloat |= t.dtype == DType::F32;
+      if (!anyFloat) continue;
+      // One rounding of the result, at the low type's unit roundoff (2^-8
+      // for bf16, 2^-11 for f16), twice over: the kernel computes in f32
+      // and the reference in float64, so a result on a rounding boundary may
+      // round to either neighbour.
+      for (auto [type, ulp, suffix] : {std::tuple{DType::BF16, 0x1p-7, "_bf16"},
+                                       std::tuple{DType::F16, 0x1p-10, "_f16"}}) {
+        OpCase v = c;
+        v.label += suffix;
+        for (size_t i = 0; i < v.operands.size(); ++i)
+          if (v.operands[i].dtype == DType::F32 && int(i) != info.f32Accumulator)
+            v.operands[i].dtype = type;
+        v.tol = std::max(c.tol, 2 * ulp);
+        out.push_back(std::move(v));
+      }
+    }
+    return out;
+  }();
+  return cases;
+}
+
 std::vector<const OpCase *> casesFor(OpKind kind) {
   std::vector<const OpCase *> out;
   for (const OpCase &c : allOpCases())
@@ -478,6 +520,8 @@ std::vector<RefTensor> makeInputs(const OpCase &c, uint64_t seed) {
     uint64_t state = hashName(c.name()) ^ (seed * 0x9E3779B97F4A7C15ull) ^ (i + 1);
     RefTensor t(c.operands[i].shape);
     for (double &v : t.data) v = draw(c.input(i), state);
+    // A bf16 or f16 operand holds only what its type can.
+    roundToType(t, c.operands[i].dtype);
     out.push_back(std::move(t));
   }
   return out;
@@ -487,7 +531,7 @@ AttrMap fullAttrs(const OpCase &c) { return completeAttrs(opInfo(c.kind), c.attr
 
 TensorType resultType(const OpCase &c) {
   const OpInfo &info = opInfo(c.kind);
-  return info.infer(c.operands, fullAttrs(c));
+  return info.resultType(c.operands, fullAttrs(c));
 }
 
 std::string AliasCase::name() const { return c->name() + "_in" + std::to_string(operand); }
@@ -508,6 +552,7 @@ RefTensor runReference(const OpCase &c, std::vector<RefTensor> &inputs) {
   std::vector<RefTensor *> ptrs;
   for (RefTensor &t : inputs) ptrs.push_back(&t);
   opInfo(c.kind).reference(ptrs, fullAttrs(c), out);
+  roundToType(out, resultType(c).dtype);
   return out;
 }
 

@@ -49,6 +49,13 @@ struct OpCase {
 /// Every case of every op, in OpList.def order.
 const std::vector<OpCase> &allOpCases();
 
+/// Every case of an op that takes bf16 and f16 (ops::Precision Low and
+/// Follow), once in each: its f32 operands in the low type (matmul's
+/// accumulator stays f32), its tolerance that of one rounding of the
+/// result. The kernel and shape-rule tests run them; gradients are checked
+/// in f32 only (rounding has no finite difference worth taking).
+const std::vector<OpCase> &lowPrecisionCases();
+
 /// The cases of one op.
 std::vector<const OpCase *> casesFor(OpKind kind);
 

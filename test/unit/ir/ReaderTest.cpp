@@ -386,11 +386,12 @@ TEST(ReaderError, NegativeDimension) {
 TEST(ReaderError, BadDType) {
   EXPECT_EQ(readError(R"({"mpc": 1, "inputs": {"x": {"shape": [2], "dtype": "f64"}}})"),
             "model.json: error: /inputs/x/dtype: bad dtype 'f64' for 'x' (input); expected "
-            "\"f32\" or \"i32\"");
+            "\"f32\", \"i32\", \"bf16\" or \"f16\"");
   EXPECT_EQ(readError(R"({"mpc": 1, "params": {"w": {"shape": [2], "dtype": "i32",
                                                       "init": "zeros"}}})"),
             "model.json: error: /params/w/dtype: bad dtype 'i32' for 'w' (param); parameters "
-            "and state are f32");
+            "and state are f32 (master weights: --precision=bf16 or fp16 runs their uses in the "
+            "low type)");
 }
 
 TEST(ReaderError, BadInit) {

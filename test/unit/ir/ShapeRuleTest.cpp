@@ -52,6 +52,7 @@ TEST_P(ShapeRuleCase, InferredTypeMatchesReference) {
 std::vector<const opcases::OpCase *> everyCase() {
   std::vector<const opcases::OpCase *> v;
   for (const opcases::OpCase &c : opcases::allOpCases()) v.push_back(&c);
+  for (const opcases::OpCase &c : opcases::lowPrecisionCases()) v.push_back(&c);
   return v;
 }
 

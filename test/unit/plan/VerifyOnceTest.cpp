@@ -34,8 +34,15 @@ namespace {
 using Mutation = std::pair<std::string, std::function<void(plan::Plan &)>>;
 
 /// The other element type.
+/// Another element type of the same size, so only the type is wrong.
 plan::DType otherDType(plan::DType t) {
-  return t == plan::DType::F32 ? plan::DType::I32 : plan::DType::F32;
+  switch (t) {
+  case plan::DType::F32: return plan::DType::I32;
+  case plan::DType::I32: return plan::DType::F32;
+  case plan::DType::BF16: return plan::DType::F16;
+  case plan::DType::F16: return plan::DType::BF16;
+  }
+  return t;
 }
 
 /// Sets buffer `id` of the one device and the tensor ref naming it (so the

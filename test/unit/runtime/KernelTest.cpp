@@ -18,6 +18,7 @@
 #include "support/Error.h"
 #include "test/unit/ir/OpCases.h"
 #include "test/unit/runtime/SingleKernelPlan.h"
+#include "test/unit/runtime/TensorBytes.h"
 
 #include <gtest/gtest.h>
 
@@ -34,35 +35,8 @@ using namespace mpc::ir::opcases;
 /// types as they are.
 using test::singleKernelPlan;
 
-std::vector<uint8_t> toBytes(const ir::RefTensor &t, ir::DType dt) {
-  std::vector<uint8_t> out(t.data.size() * 4);
-  for (size_t i = 0; i < t.data.size(); ++i) {
-    if (dt == ir::DType::F32) {
-      float v = float(t.data[i]);
-      std::memcpy(out.data() + 4 * i, &v, 4);
-    } else {
-      int32_t v = int32_t(t.data[i]);
-      std::memcpy(out.data() + 4 * i, &v, 4);
-    }
-  }
-  return out;
-}
-
-std::vector<double> fromBytes(const std::vector<uint8_t> &b, plan::DType dt) {
-  std::vector<double> out(b.size() / 4);
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (dt == plan::DType::F32) {
-      float v;
-      std::memcpy(&v, b.data() + 4 * i, 4);
-      out[i] = v;
-    } else {
-      int32_t v;
-      std::memcpy(&v, b.data() + 4 * i, 4);
-      out[i] = v;
-    }
-  }
-  return out;
-}
+using test::bytesOf;
+using test::valuesOf;
 
 void expectClose(const std::vector<double> &got, const std::vector<double> &want, double tol,
                  const std::string &what) {
@@ -72,6 +46,7 @@ void expectClose(const std::vector<double> &got, const std::vector<double> &want
       EXPECT_TRUE(std::isnan(got[i])) << what << " element " << i;
       continue;
     }
+    if (got[i] == want[i]) continue; // infinities too
     EXPECT_LE(errorOf(got[i], want[i]), tol)
         << what << " element " << i << ": got " << got[i] << ", want " << want[i];
   }
@@ -92,7 +67,7 @@ TEST_P(CpuKernelCase, MatchesReference) {
   cpu::CpuDevice dev;
   dev.load(p, 0);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    std::vector<uint8_t> bytes = toBytes(inputs[i], c.operands[i].dtype);
+    std::vector<uint8_t> bytes = bytesOf(inputs[i], c.operands[i].dtype);
     dev.upload(uint32_t(i), bytes.data(), bytes.size());
   }
   ChannelTransport transport(std::vector<uint32_t>{});
@@ -101,13 +76,13 @@ TEST_P(CpuKernelCase, MatchesReference) {
   const plan::Buffer &outBuf = p.devices[0].buffers.back();
   std::vector<uint8_t> got(outBuf.bytes);
   dev.download(outBuf.id, got.data(), got.size());
-  expectClose(fromBytes(got, outBuf.dtype), want.data, c.tol, c.name() + " result");
+  expectClose(valuesOf(got, outBuf.dtype), want.data, c.tol, c.name() + " result");
   for (int m : info.mutatedOperands) {
     if (size_t(m) >= inputs.size()) continue;
     const plan::Buffer &b = p.devices[0].buffers[size_t(m)];
     std::vector<uint8_t> bytes(b.bytes);
     dev.download(b.id, bytes.data(), bytes.size());
-    expectClose(fromBytes(bytes, b.dtype), refInputs[size_t(m)].data, c.tol,
+    expectClose(valuesOf(bytes, b.dtype), refInputs[size_t(m)].data, c.tol,
                 c.name() + " operand " + std::to_string(m) + " (updated in place)");
   }
 }
@@ -118,13 +93,24 @@ std::vector<const OpCase *> allCases() {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(AllOps, CpuKernelCase, ::testing::ValuesIn(allCases()),
-                         [](const ::testing::TestParamInfo<const OpCase *> &info) {
-                           std::string n = info.param->name();
-                           for (char &ch : n)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return n;
-                         });
+std::string caseName(const ::testing::TestParamInfo<const OpCase *> &info) {
+  std::string n = info.param->name();
+  for (char &ch : n)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return n;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, CpuKernelCase, ::testing::ValuesIn(allCases()), caseName);
+
+/// bf16 and f16: the kernels run on f32 copies of the operands and round
+/// the result (runtime/cpu/LowPrecision.h), as the reference does.
+std::vector<const OpCase *> lowCases() {
+  std::vector<const OpCase *> out;
+  for (const OpCase &c : lowPrecisionCases()) out.push_back(&c);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(LowPrecision, CpuKernelCase, ::testing::ValuesIn(lowCases()), caseName);
 
 /// The bytes of buffer `read` after one step of `p` on `inputs`.
 std::vector<uint8_t> runForBytes(const plan::Plan &p, const OpCase &c,
@@ -132,7 +118,7 @@ std::vector<uint8_t> runForBytes(const plan::Plan &p, const OpCase &c,
   cpu::CpuDevice dev;
   dev.load(p, 0);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    std::vector<uint8_t> bytes = toBytes(inputs[i], c.operands[i].dtype);
+    std::vector<uint8_t> bytes = bytesOf(inputs[i], c.operands[i].dtype);
     dev.upload(uint32_t(i), bytes.data(), bytes.size());
   }
   ChannelTransport transport(std::vector<uint32_t>{});

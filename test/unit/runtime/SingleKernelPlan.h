@@ -38,7 +38,7 @@ inline plan::Plan singleKernelPlan(const std::string &op, const plan::AttrMap &a
     b.shape = t.shape;
     b.region = plan::Region::Persistent;
     b.offset = offset;
-    b.bytes = uint64_t(b.numElements()) * 4;
+    b.bytes = uint64_t(b.numElements()) * uint64_t(ops::dtypeSize(b.dtype));
     offset += (b.bytes + 63) / 64 * 64;
     d.buffers.push_back(b);
     return b.id;
