@@ -19,6 +19,7 @@ plan::Plan lowerToPlan(const ir::Graph &graph, const LowerOptions &options) {
   LoweringState st(graph);
   st.plan.model = graph.name;
   st.plan.seed = options.seed;
+  st.plan.precision = graph.precision;
   st.plan.modelChecksum = graph.modelChecksum;
 
   // 1. Preconditions; the devices, sorted (Values.cpp).

@@ -26,6 +26,8 @@ std::vector<passes::PassStatistic> runPasses(ir::Graph &graph, const CompileOpti
   // Before any pass changes the layout: plans of one model in other layouts
   // share it, and resume each other's checkpoints.
   if (!graph.modelChecksum) graph.modelChecksum = ir::modelChecksum(graph, options.lower.seed);
+  // What the plan records (tf32 has no pass; bf16 and fp16 run autocast).
+  graph.precision = passes::effectivePrecision(graph, ctx.options);
   passes::PassManager pm(ctx, std::move(instrumentation));
   std::string pipeline = options.pipeline;
   if (pipeline.empty() && options.fallback == DefaultPipeline::Training)

@@ -121,6 +121,7 @@ enum GraphStage : unsigned {
   kCopiesExplicit = 1u << 2, ///< cross-device uses only through copy
   kDifferentiated = 1u << 3, ///< gradients of all trainable params exist
   kOptimized = 1u << 4,      ///< update ops and optimizer state exist
+  kAutocast = 1u << 5,       ///< --precision=bf16|fp16 types and casts (passes/Autocast.cpp)
 };
 
 struct Node {
@@ -220,6 +221,8 @@ public:
   std::optional<OptimizerSpec> optimizer;
   PipelineSpec pipeline;
   DataParallelSpec dataParallel;
+  /// The model's "precision" (ops::kPrecisions; docs/precision.md).
+  std::string precision = "fp32";
   /// The model's "groups": a device group mapped to several devices, which
   /// all run its nodes (tensor parallelism, docs/parallelism.md). --map
   /// entries take precedence.

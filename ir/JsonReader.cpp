@@ -46,7 +46,7 @@ using json = OrderedJson; // what parseStrictJson returns
 const std::vector<std::string> kTopKeys = {"mpc",     "name",      "inputs", "params",
                                            "state",   "nodes",     "loss",   "outputs",
                                            "optimizer", "stages",  "gradients",
-                                           "pipeline",  "data_parallel", "groups"};
+                                           "pipeline",  "data_parallel", "groups", "precision"};
 const std::vector<std::string> kInputKeys = {"shape", "dtype", "device", "shard", "spmd"};
 const std::vector<std::string> kParamKeys = {"shape",   "dtype",   "init",  "mirror_of", "device",
                                              "lr_mult", "wd_mult", "shard", "shard_of",  "spmd"};
@@ -146,6 +146,12 @@ public:
                                    std::to_string(kMaxReplicas) + "] (the replicas of the " +
                                    "model), got " + describeJson(*j));
       g_->dataParallel.replicas = j->get<int64_t>();
+    }
+    if (const json *j = find(root, "precision")) {
+      if (!j->is_string() || !ops::isPrecision(j->get<std::string>()))
+        fail("/precision", std::string("precision must be ") + ops::precisionList() + ", got " +
+                               describeJson(*j));
+      g_->precision = j->get<std::string>();
     }
     g_->stages = kShaped;
     if (const json *j = find(root, "stages")) readStages(*j);

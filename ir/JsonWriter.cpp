@@ -157,7 +157,7 @@ void writeObjectSection(std::ostringstream &os, const std::string &key,
 
 const std::vector<GraphStage> &allGraphStages() {
   static const std::vector<GraphStage> stages = {kShaped, kPlaced, kCopiesExplicit,
-                                                 kDifferentiated, kOptimized};
+                                                 kDifferentiated, kOptimized, kAutocast};
   return stages;
 }
 
@@ -168,6 +168,7 @@ const char *graphStageName(GraphStage stage) {
   case kCopiesExplicit: return "copies-explicit";
   case kDifferentiated: return "differentiated";
   case kOptimized: return "optimized";
+  case kAutocast: return "autocast";
   }
   return "?";
 }
@@ -203,6 +204,7 @@ std::string writeModelJson(const Graph &graph) {
                                        {"schedule", graph.pipeline.schedule}});
   if (graph.dataParallel.replicas != 1)
     tail.emplace_back("data_parallel", graph.dataParallel.replicas);
+  if (graph.precision != "fp32") tail.emplace_back("precision", graph.precision);
   if (!graph.groups.empty()) {
     json groups = json::object();
     for (const auto &[name, devices] : graph.groups) groups[name] = devices;
@@ -303,6 +305,7 @@ std::string diffGraphs(const Graph &a, const Graph &b) {
   if (a.optimizer != b.optimizer) return "optimizer differs";
   if (a.pipeline != b.pipeline) return "pipeline differs";
   if (a.dataParallel != b.dataParallel) return "data parallelism differs";
+  if (a.precision != b.precision) return "precision " + q(a.precision) + " vs " + q(b.precision);
   if (a.groups != b.groups) return "groups differ";
   if (a.stages != b.stages)
     return "stages " + std::to_string(a.stages) + " vs " + std::to_string(b.stages);

@@ -53,4 +53,28 @@ inline std::optional<DType> parseDType(std::string_view s) {
 /// "f32, i32, bf16 or f16": the names parseDType takes, for messages.
 constexpr const char *kDTypeNames = "f32, i32, bf16 or f16";
 
+/// The training precisions (--precision, a model's "precision";
+/// docs/precision.md), in documentation order: fp32 (the default), tf32
+/// (f32 values, GPU matmuls on TF32 tensor cores), bf16 and fp16 (autocast:
+/// matmul and conv in the low type, f32 master weights).
+inline constexpr const char *kPrecisions[] = {"fp32", "tf32", "bf16", "fp16"};
+
+/// "fp32, tf32, bf16 or fp16", for messages and help.
+inline const char *precisionList() { return "fp32, tf32, bf16 or fp16"; }
+
+/// Whether `name` is one of kPrecisions.
+inline bool isPrecision(std::string_view name) {
+  for (const char *p : kPrecisions)
+    if (name == p) return true;
+  return false;
+}
+
+/// The low type a precision computes matmul and conv in: bf16, f16;
+/// nullopt for fp32 and tf32.
+inline std::optional<DType> lowTypeOf(std::string_view precision) {
+  if (precision == "bf16") return DType::BF16;
+  if (precision == "fp16") return DType::F16;
+  return std::nullopt;
+}
+
 } // namespace mpc::ops

@@ -47,6 +47,9 @@ struct PassOptions {
   std::optional<int64_t> dataParallel;
   std::optional<int> zero;
   std::optional<int64_t> bucketBytes;
+  /// --precision override of the model's "precision" (ops::kPrecisions;
+  /// passes/Autocast.cpp).
+  std::optional<std::string> precision;
   /// --recompute: "none", "selective" or "full" (passes/Recompute.cpp).
   std::optional<std::string> recompute;
   /// Per device, a level that overrides `recompute` there (what
@@ -62,6 +65,10 @@ ir::PipelineSpec effectivePipeline(const ir::Graph &g, const PassOptions &opts);
 /// a replica count out of range, --zero=1 without replicas, or a bucket
 /// size below one byte.
 ir::DataParallelSpec effectiveDataParallel(const ir::Graph &g, const PassOptions &opts);
+
+/// The model's precision with --precision applied; throws UserError on a
+/// name not in ops::kPrecisions.
+std::string effectivePrecision(const ir::Graph &g, const PassOptions &opts);
 
 /// Named counters a pass reports (copies inserted, copies reused, ...).
 struct PassStatistic {

@@ -20,6 +20,12 @@
 //   7. insert-copies  copies for backward edges that cross devices
 //      recompute      (--recompute=selective|full) activations recomputed
 //                     inside the backward instead of kept
+//      autocast       (--precision=bf16|fp16) matmul and conv in the low
+//                     type, explicit casts, gradients summed in f32: after
+//                     the whole forward and backward exist (recomputed
+//                     nodes included), before the gradients are reduced
+//                     and applied, which then see f32 only; without a
+//                     loss, after insert-copies
 //      reduce-gradients  (data parallel) each gradient all-reduced across
 //                     the replicas
 //   8. optimize-step  optimizer state and in-place updates, colocated
@@ -56,6 +62,14 @@ ir::PipelineSpec effectivePipeline(const ir::Graph &g, const PassOptions &opts) 
                     "unknown schedule '" + spec.schedule +
                         "' (expected " + ir::pipelineScheduleList() + ")");
   return spec;
+}
+
+std::string effectivePrecision(const ir::Graph &g, const PassOptions &opts) {
+  std::string p = opts.precision.value_or(g.precision);
+  if (!ops::isPrecision(p))
+    throw UserError(g.sourceFile, opts.precision ? "--precision" : "/precision",
+                    "unknown precision '" + p + "' (expected " + ops::precisionList() + ")");
+  return p;
 }
 
 ir::DataParallelSpec effectiveDataParallel(const ir::Graph &g, const PassOptions &opts) {
@@ -110,9 +124,11 @@ std::string defaultPipeline(const ir::Graph &graph, const PassOptions &options) 
     bool recompute = options.recompute && *options.recompute != "none";
     for (const auto &[device, level] : options.recomputeOn) recompute |= level != "none";
     if (recompute) p += ",recompute";
+    if (ops::lowTypeOf(effectivePrecision(graph, options))) p += ",autocast";
     p += dataParallel ? ",reduce-gradients,optimize-step" : ",optimize-step";
     if (dataParallel && dp.zero == 1) p += ",shard-optimizer-state";
   }
+  else if (ops::lowTypeOf(effectivePrecision(graph, options))) p += ",autocast";
   if (usesDeviceSets(graph, options)) p += ",tensor-parallel";
   return p;
 }

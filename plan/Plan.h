@@ -229,6 +229,9 @@ struct OpSignature {
 struct Plan {
   std::string model;
   uint64_t seed = 0; ///< the seed the initial values were drawn with
+  /// --precision it was compiled with (ops::kPrecisions): bf16 and fp16
+  /// show in its buffers' types; tf32 lets GPU matmuls use TF32.
+  std::string precision = "fp32";
   /// What the plan computes, whatever its layout (ir/ModelChecksum.h); 0:
   /// unknown (a plan built by hand), so no other plan's checkpoint resumes.
   uint64_t modelChecksum = 0;

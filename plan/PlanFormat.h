@@ -21,9 +21,10 @@ inline constexpr uint8_t kPlanMagic[8] = {'M', 'P', 'C', 'P', 'L', 'A', 'N', 0};
 /// Version 2 added the op table (`ops`) and pipeline schedules (instruction
 /// `action`, top-level `pipeline`); version 3, collective instructions;
 /// version 4, sharded optimizer state (tensor `shards`); version 5,
-/// tensors split along an axis (tensor `shard_axis`: tensor parallelism).
+/// tensors split along an axis (tensor `shard_axis`: tensor parallelism);
+/// version 6, bf16 and f16 buffers and the top-level `precision`.
 /// Plans are compiled artifacts: a reader reads its own version only.
-inline constexpr uint32_t kPlanFormatVersion = 5;
+inline constexpr uint32_t kPlanFormatVersion = 6;
 
 /// Header fields, all little-endian, at these byte offsets.
 inline constexpr size_t kHeaderMagicOffset = 0;     ///< 8 bytes

@@ -294,6 +294,10 @@ public:
     object(meta, "");
     p.model = str(field(meta, "model", ""), "/model");
     p.seed = u64(field(meta, "seed", ""), "/seed");
+    p.precision = str(field(meta, "precision", ""), "/precision");
+    if (!ops::isPrecision(p.precision))
+      fail("/precision", "unknown precision '" + p.precision + "' (expected " +
+                             ops::precisionList() + ")");
     p.modelChecksum = u64(field(meta, "model_checksum", ""), "/model_checksum");
     const json &devices = array(field(meta, "devices", ""), "/devices");
     for (size_t di = 0; di < devices.size(); ++di) {

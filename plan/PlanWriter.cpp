@@ -172,7 +172,7 @@ void writeOpSignature(CborWriter &w, const OpSignature &s) {
 uint64_t writeMeta(const Plan &plan, std::vector<uint8_t> &out) {
   CborWriter w(out);
   bool pipelined = plan.pipeline.microbatches > 1;
-  w.beginMap(12 + pipelined);
+  w.beginMap(13 + pipelined);
   w.key("devices");
   w.beginArray(plan.devices.size());
   for (const DeviceProgram &d : plan.devices) writeDevice(w, d);
@@ -218,6 +218,7 @@ uint64_t writeMeta(const Plan &plan, std::vector<uint8_t> &out) {
     w.key("schedule").writeString(plan.pipeline.schedule);
     w.key("stages").writeInts(plan.pipeline.stages);
   }
+  w.key("precision").writeString(plan.precision);
   w.key("seed").writeUnsigned(plan.seed);
   writeRefs(w.key("states"), plan.states);
   return dataLen;

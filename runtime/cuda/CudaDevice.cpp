@@ -94,8 +94,10 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
   cudaCheck(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   cublasCheck(cublasCreate(&cublas_), "cublasCreate");
   cublasCheck(cublasSetStream(cublas_, stream_), "cublasSetStream");
-  cublasCheck(cublasSetMathMode(cublas_, options_.allowTf32 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                             : CUBLAS_DEFAULT_MATH),
+  // TF32 when asked at run time (--allow-tf32) or compiled in
+  // (--precision=tf32).
+  const bool tf32 = options_.allowTf32 || plan.precision == "tf32";
+  cublasCheck(cublasSetMathMode(cublas_, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
               "cublasSetMathMode");
   cudaCheck(cudaEventCreate(&timeStart_), "cudaEventCreate");
   cudaCheck(cudaEventCreate(&timeEnd_), "cudaEventCreate");

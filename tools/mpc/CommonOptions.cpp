@@ -61,6 +61,14 @@ void CommonOptions::addTo(CLI::App &cmd) {
                  "default), selective (elementwise ops, softmax, dropout, layer_norm) or full "
                  "(all but each stage's inputs); the same bits either way (docs/pipelining.md)")
       ->check(CLI::IsMember(std::vector<std::string>{"none", "selective", "full"}));
+  cmd.add_option("--precision", precision,
+                 "Training precision: fp32 (the default), tf32 (f32 values; GPU matmuls on TF32 "
+                 "tensor cores), bf16 or fp16 (matmul and conv in the low type with f32 "
+                 "accumulation; reductions, softmax, norms and losses in f32; f32 master "
+                 "weights; fp16 with dynamic loss scaling); overrides the model's \"precision\" "
+                 "(docs/precision.md)")
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(ops::kPrecisions),
+                                                     std::end(ops::kPrecisions))));
   cmd.add_option("--schedule", schedule,
                  "Pipeline schedule: " + ir::pipelineScheduleList() +
                      "; default 1f1b (overrides the model's \"pipeline\"; docs/pipelining.md)")
@@ -120,6 +128,7 @@ passes::PassOptions CommonOptions::passOptions() const {
   o.microbatches = microbatches;
   if (!schedule.empty()) o.schedule = schedule;
   if (!recompute.empty()) o.recompute = recompute;
+  if (!precision.empty()) o.precision = precision;
   o.dataParallel = dataParallel;
   o.zero = zero;
   if (!bucketSize.empty()) {
