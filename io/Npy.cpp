@@ -166,9 +166,12 @@ NpyArray parseNpy(const uint8_t *data, size_t size, const std::string &file) {
   const std::string &descr = get("descr", HeaderValue::String).str;
   if (descr == "<f4") arr.dtype = plan::DType::F32;
   else if (descr == "<i4") arr.dtype = plan::DType::I32;
+  else if (descr == "<f2") arr.dtype = plan::DType::F16;
   else
     throw UserError(file, "npy header",
-                    "unsupported dtype '" + descr + "' (expected '<f4' float32 or '<i4' int32)");
+                    "unsupported dtype '" + descr +
+                        "' (expected '<f4' float32, '<i4' int32 or '<f2' float16; NumPy has no "
+                        "bfloat16: give bf16 data as safetensors)");
   if (get("fortran_order", HeaderValue::Bool).b)
     throw UserError(file, "npy header", "fortran_order arrays are not supported (use C order)");
   arr.shape = get("shape", HeaderValue::Tuple).ints;
@@ -183,7 +186,7 @@ NpyArray parseNpy(const uint8_t *data, size_t size, const std::string &file) {
     n *= d;
   }
   size_t body = size - prefix - hlen;
-  uint64_t want = uint64_t(n) * 4;
+  uint64_t want = uint64_t(n) * uint64_t(ops::dtypeSize(arr.dtype));
   if (body != want)
     throw UserError(file, "npy data",
                     "data size " + std::to_string(body) + " bytes does not match shape (" +
@@ -199,7 +202,9 @@ NpyArray readNpy(const std::string &path) {
 
 std::vector<uint8_t> encodeNpy(plan::DType dtype, const std::vector<int64_t> &shape,
                                const void *data) {
-  std::string dict = std::string("{'descr': '") + (dtype == plan::DType::F32 ? "<f4" : "<i4") +
+  MPC_ASSERT(dtype != plan::DType::BF16, "NPY has no bfloat16");
+  const char *descr = dtype == plan::DType::F32 ? "<f4" : dtype == plan::DType::F16 ? "<f2" : "<i4";
+  std::string dict = std::string("{'descr': '") + descr +
                      "', 'fortran_order': False, 'shape': (";
   int64_t n = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -222,7 +227,7 @@ std::vector<uint8_t> encodeNpy(plan::DType dtype, const std::vector<int64_t> &sh
   out.push_back(uint8_t(dict.size() >> 8));
   out.insert(out.end(), dict.begin(), dict.end());
   const uint8_t *p = static_cast<const uint8_t *>(data);
-  out.insert(out.end(), p, p + n * 4);
+  out.insert(out.end(), p, p + n * ops::dtypeSize(dtype));
   return out;
 }
 

@@ -96,7 +96,11 @@ SafetensorsFile parseSafetensorsFile(const uint8_t *data, size_t size, const std
     std::string dtype = e["dtype"].get<std::string>();
     if (dtype == "F32") t.dtype = plan::DType::F32;
     else if (dtype == "I32") t.dtype = plan::DType::I32;
-    else throw UserError(file, where, "unsupported dtype '" + dtype + "' (expected F32 or I32)");
+    else if (dtype == "BF16") t.dtype = plan::DType::BF16;
+    else if (dtype == "F16") t.dtype = plan::DType::F16;
+    else
+      throw UserError(file, where,
+                      "unsupported dtype '" + dtype + "' (expected F32, I32, BF16 or F16)");
     if (!e.contains("shape") || !e["shape"].is_array())
       throw UserError(file, where, "missing or non-array 'shape'");
     if (e["shape"].size() > ops::kMaxRank)
@@ -121,10 +125,11 @@ SafetensorsFile parseSafetensorsFile(const uint8_t *data, size_t size, const std
       throw UserError(file, where, "data_offsets [" + std::to_string(begin) + ", " +
                                        std::to_string(end) + "] outside the data of " +
                                        std::to_string(bodySize) + " bytes");
-    if (end - begin != uint64_t(n) * 4)
+    const uint64_t want = uint64_t(n) * uint64_t(ops::dtypeSize(t.dtype));
+    if (end - begin != want)
       throw UserError(file, where, "data size " + std::to_string(end - begin) +
                                        " bytes does not match shape (" +
-                                       std::to_string(uint64_t(n) * 4) + " bytes expected)");
+                                       std::to_string(want) + " bytes expected)");
     t.data.assign(body + begin, body + end);
     regions.emplace_back(begin, end);
     out.push_back(std::move(t));
@@ -172,7 +177,11 @@ std::vector<uint8_t> encodeSafetensors(const std::vector<NamedTensor> &tensors,
   for (const NamedTensor *t : sorted) {
     MPC_ASSERT(t->name != "__metadata__" && !header.contains(t->name),
                "bad or duplicate tensor name '" + t->name + "'");
-    header[t->name] = {{"dtype", t->dtype == plan::DType::F32 ? "F32" : "I32"},
+    const char *dtype = t->dtype == plan::DType::F32    ? "F32"
+                        : t->dtype == plan::DType::I32  ? "I32"
+                        : t->dtype == plan::DType::BF16 ? "BF16"
+                                                        : "F16";
+    header[t->name] = {{"dtype", dtype},
                        {"shape", t->shape},
                        {"data_offsets", {offset, offset + t->data.size()}}};
     offset += t->data.size();

@@ -775,10 +775,15 @@ private:
       try {
         t = inferNodeType(*p.info, p.node->inputs, p.node->attrs);
       } catch (const RuleError &e) {
-        std::string msg = e.what();
-        const std::string prefix = "shape mismatch: ";
-        if (msg.rfind(prefix, 0) == 0) msg = msg.substr(prefix.size());
-        fail(p.ptr, "shape mismatch in " + who + ": " + msg);
+        // A rule says which kind of mismatch it found ("type mismatch: "
+        // for a float type the op does not take); shape by default.
+        std::string msg = e.what(), kind = "shape mismatch";
+        for (const char *prefix : {"shape mismatch: ", "type mismatch: "})
+          if (msg.rfind(prefix, 0) == 0) {
+            kind = std::string(prefix).substr(0, std::string(prefix).size() - 2);
+            msg = msg.substr(std::string(prefix).size());
+          }
+        fail(p.ptr, kind + " in " + who + ": " + msg);
       }
       if (t.shape.size() > kMaxRank)
         fail(p.ptr, "result of " + who + " " + t.str() + ": " + rankLimitText(t.shape.size()));

@@ -98,10 +98,10 @@ TensorType OpSchema::resultType(std::span<const TensorType> operands, const Attr
     DType t = operands[i].dtype;
     if (!isLowPrecision(t)) continue;
     if (precision == Precision::F32Only)
-      throw RuleError(std::string(name) + " computes in f32 only: operand '" + operandName(i) +
+      throw RuleError("type mismatch: " + std::string(name) + " computes in f32 only: operand '" + operandName(i) +
                       "' is " + operands[i].str() + " (cast it to f32)");
     if (low && *low != t)
-      throw RuleError(std::string(name) + " operands '" + operandName(lowAt) + "' " +
+      throw RuleError("type mismatch: " + std::string(name) + " operands '" + operandName(lowAt) + "' " +
                       operands[lowAt].str() + " and '" + operandName(i) + "' " +
                       operands[i].str() + " differ in precision (cast one)");
     if (!low) low = t, lowAt = i;
@@ -115,7 +115,7 @@ TensorType OpSchema::resultType(std::span<const TensorType> operands, const Attr
         accumulatesF32 = true;
         continue;
       }
-      throw RuleError(std::string(name) + " operands '" + operandName(lowAt) + "' " +
+      throw RuleError("type mismatch: " + std::string(name) + " operands '" + operandName(lowAt) + "' " +
                       operands[lowAt].str() + " and '" + operandName(i) + "' " +
                       operands[i].str() + " differ in precision (cast one)");
     }

@@ -1,6 +1,8 @@
 //===- runtime/train/Datasets.cpp - the trainer's datasets and weight files -===//
 #include "runtime/train/Datasets.h"
 
+#include "ops/Float16.h"
+
 #include "io/Checkpoint.h"
 #include "plan/PlanIO.h"
 #include "support/Error.h"
@@ -39,12 +41,9 @@ std::pair<std::string, std::string> splitSpec(const std::string &spec, const std
   return {spec.substr(0, eq), spec.substr(eq + 1)};
 }
 
-int64_t firstNonFinite(const uint8_t *data, size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    float v;
-    std::memcpy(&v, data + i * 4, 4);
-    if (!std::isfinite(v)) return int64_t(i);
-  }
+int64_t firstNonFinite(const uint8_t *data, size_t count, plan::DType dtype) {
+  for (size_t i = 0; i < count; ++i)
+    if (!std::isfinite(ops::loadFloat(dtype, data, int64_t(i)))) return int64_t(i);
   return -1;
 }
 
@@ -76,12 +75,12 @@ std::vector<Dataset> loadInputs(const plan::Plan &p, const std::vector<std::stri
   // Checked once the types agree, so a file of another shape is told so first.
   auto requireFinite = [allowNonfinite](const Dataset &d) {
     const io::NpyArray &a = d.array;
-    if (allowNonfinite || a.dtype != plan::DType::F32) return;
-    int64_t bad = firstNonFinite(a.data.data(), a.data.size() / 4);
+    if (allowNonfinite || !ops::isFloat(a.dtype)) return;
+    const size_t e = size_t(ops::dtypeSize(a.dtype));
+    int64_t bad = firstNonFinite(a.data.data(), a.data.size() / e, a.dtype);
     if (bad < 0) return;
-    float v;
-    std::memcpy(&v, a.data.data() + size_t(bad) * 4, 4);
-    std::string row = d.rowBytes ? " (row " + std::to_string(bad / int64_t(d.rowBytes / 4)) + ")"
+    float v = ops::loadFloat(a.dtype, a.data.data(), bad);
+    std::string row = d.rowBytes ? " (row " + std::to_string(bad / int64_t(d.rowBytes / e)) + ")"
                                  : "";
     throw UserError(d.file, "input '" + d.ref->name + "'",
                     valueText(v) + " at flat index " + std::to_string(bad) + row +
@@ -129,7 +128,8 @@ std::vector<Dataset> loadInputs(const plan::Plan &p, const std::vector<std::stri
                           " does not match the plan's batch " + plan::typeText(t.dtype, t.shape) +
                           " (expected " + datasetShapeHint(t.shape) + " with N a dataset size)");
     d.batch = t.shape[0];
-    d.rowBytes = size_t(t.numElements() / std::max<int64_t>(1, t.shape[0])) * 4;
+    d.rowBytes = size_t(t.numElements() / std::max<int64_t>(1, t.shape[0])) *
+                 size_t(ops::dtypeSize(t.dtype));
     if (rows >= 0 && a.shape[0] != rows)
       throw UserError(d.file, "input '" + t.name + "'",
                       "dataset of " + std::to_string(a.shape[0]) + " rows, but " + rowsFile +
@@ -137,7 +137,7 @@ std::vector<Dataset> loadInputs(const plan::Plan &p, const std::vector<std::stri
     requireFinite(d);
     rows = a.shape[0];
     rowsFile = d.file;
-    d.staging.resize(size_t(t.numElements()) * 4);
+    d.staging.resize(size_t(t.numElements()) * size_t(ops::dtypeSize(t.dtype)));
     out.push_back(std::move(d));
   }
   return out;

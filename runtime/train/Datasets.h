@@ -55,9 +55,11 @@ std::vector<Dataset> loadInputs(const plan::Plan &p, const std::vector<std::stri
                                 const std::function<bool(const plan::TensorRef &)> &wanted,
                                 bool allowNonfinite, int64_t &rows, std::string &rowsFile);
 
-/// The flat index of the first NaN or infinity among the `count` float32
-/// values at `data`, or -1 when every one is finite.
-int64_t firstNonFinite(const uint8_t *data, size_t count);
+/// The flat index of the first NaN or infinity among the `count` float
+/// values of `dtype` (f32, bf16 or f16) at `data`, or -1 when every one is
+/// finite.
+int64_t firstNonFinite(const uint8_t *data, size_t count,
+                       plan::DType dtype = plan::DType::F32);
 
 /// A float as loss lines and listings print it: "%.6g", and "nan", "inf" or
 /// "-inf" when it is not finite (C's printf shows a NaN's sign bit, which

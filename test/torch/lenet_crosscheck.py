@@ -34,6 +34,12 @@ biased batch variance. Tolerance: float32 with different
 summation orders; 2e-5 relative to each tensor's largest magnitude, plus
 1e-6.
 
+  5. compiles with --precision=bf16 and compares with PyTorch trained under
+     torch.autocast("cpu", dtype=torch.bfloat16): each tensor within 3 times
+     autocast's own largest move from float32 (both round to bf16, at
+     different points), plus the float32 tolerance; every saved tensor is
+     float32 (master weights).
+
 Skipped (exit 77, with the reason) when torch, numpy or the dataset is
 missing, a failure under CI=true: the rule of torch_guard.py.
 """
@@ -54,6 +60,7 @@ MOMENTUM = 0.9  # the symbol's BatchNorm momentum (MXNet's convention)
 EPS = 1e-5      # the symbol's BatchNorm eps
 MICROBATCHES = (1, 2)
 RTOL = 2e-5
+BF16_FACTOR = 3.0
 DATASET = "/usr/share/datasets/fashion-mnist"
 
 
@@ -102,8 +109,9 @@ def initial_values(rng):
     return v, aux
 
 
-def torch_train(args, aux, x, y, microbatches):
-    """STEPS SGD steps of the LeNet in float32; returns name -> array."""
+def torch_train(args, aux, x, y, microbatches, autocast=False):
+    """STEPS SGD steps of the LeNet in float32 (or under CPU autocast to
+    bf16: convolutions and linear layers in bf16); returns name -> array."""
     F = torch.nn.functional
     p = {k: torch.tensor(a, requires_grad=True) for k, a in args.items()}
     run = {k: torch.tensor(a) for k, a in aux.items()}
@@ -136,7 +144,9 @@ def torch_train(args, aux, x, y, microbatches):
         opt.zero_grad()
         m = BATCH // microbatches
         for k in range(microbatches):
-            loss = F.cross_entropy(forward(xs[k * m:(k + 1) * m]), ys[k * m:(k + 1) * m]) / microbatches
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                logits = forward(xs[k * m:(k + 1) * m])
+            loss = F.cross_entropy(logits.float(), ys[k * m:(k + 1) * m]) / microbatches
             loss.backward()
         opt.step()
     out = {k: t.detach().numpy() for k, t in p.items()}
@@ -202,6 +212,36 @@ def main():
                 failures += 1
         print("M=%d: %d tensors after %d SGD steps match PyTorch (worst %.2f of tolerance)"
               % (m, len(want), STEPS, worst))
+
+    # --precision=bf16 against PyTorch's CPU autocast (docs/precision.md):
+    # both round to bf16 at their own points, so each tensor may differ by
+    # BF16_FACTOR times as much as autocast itself moves it from float32.
+    f32 = torch_train(args, aux, x, y, 1)
+    bf16 = torch_train(args, aux, x, y, 1, autocast=True)
+    plan = os.path.join(work, "plan-bf16.bin")
+    out = os.path.join(work, "out-bf16.safetensors")
+    sh([mpc, "compile", model, "--map", "dev1=cpu:0,dev2=cpu:1", "--optimizer", "sgd",
+        "--lr", str(LR), "--precision", "bf16", "-o", plan])
+    sh([mpc, "run", plan, "--input", "data=" + os.path.join(data, "train_x.npy"),
+        "--input", "softmax_label=" + os.path.join(data, "train_y.npy"),
+        "--steps", str(STEPS), "--init", init, "--save", out])
+    got = read_safetensors(out)
+    worst, drift_worst = 0.0, 0.0
+    for k, w in bf16.items():
+        drift = float(np.abs(w - f32[k]).max())
+        err = float(np.abs(got[k] - w).max())
+        tol = BF16_FACTOR * drift + RTOL * float(np.abs(w).max()) + 1e-6
+        worst, drift_worst = max(worst, err / tol), max(drift_worst, drift)
+        if got[k].dtype != np.float32:
+            print("FAIL bf16: %s saved as %s, not float32" % (k, got[k].dtype))
+            failures += 1
+        if not err <= tol:
+            print("FAIL bf16: %s differs from autocast by %.3g (tolerance %.3g; autocast moved "
+                  "it %.3g from float32)" % (k, err, tol, drift))
+            failures += 1
+    print("bf16: %d tensors after %d SGD steps match PyTorch's autocast (worst %.2f of "
+          "tolerance; autocast's largest move from float32 %.3g)"
+          % (len(bf16), STEPS, worst, drift_worst))
     return 1 if failures else 0
 
 

@@ -41,17 +41,19 @@ std::string attrList(const ir::OpInfo &op) {
 
 void printOps(bool markdown) {
   if (markdown) {
-    std::cout << "| op | family | operands | attributes | differentiable | doc |\n"
-              << "|---|---|---|---|---|---|\n";
+    std::cout << "| op | family | operands | attributes | float types | differentiable | doc |\n"
+              << "|---|---|---|---|---|---|---|\n";
     for (const ir::OpInfo &op : ir::allOps())
       std::cout << "| `" << op.name << "` | " << op.family << " | " << operandList(op) << " | "
-                << attrList(op) << " | " << (op.grad ? "yes" : "no") << " | " << op.doc << " |\n";
+                << attrList(op) << " | " << ops::precisionText(op.precision) << " | "
+                << (op.grad ? "yes" : "no") << " | " << op.doc << " |\n";
     return;
   }
   for (const ir::OpInfo &op : ir::allOps()) {
     std::cout << op.name << "(" << operandList(op) << ")";
     if (!op.attrs.empty()) std::cout << " {" << attrList(op) << "}";
-    std::cout << "\n    " << op.doc << "\n";
+    std::cout << "\n    " << op.doc << "\n    float types: " << ops::precisionText(op.precision)
+              << "\n";
   }
 }
 

@@ -201,7 +201,7 @@ TEST(ReaderError, UnknownTopLevelKey) {
   EXPECT_EQ(readError(R"({"mpc": 1, "nodez": []})"),
             "model.json: error: /nodez: unknown top-level key 'nodez'; did you mean 'nodes'? "
             "(allowed: mpc, name, inputs, params, state, nodes, loss, outputs, optimizer, "
-            "stages, gradients, pipeline, data_parallel, groups)");
+            "stages, gradients, pipeline, data_parallel, groups, precision)");
 }
 
 TEST(ReaderError, UnknownKeyInEntries) {

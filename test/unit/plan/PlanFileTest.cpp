@@ -156,7 +156,7 @@ TEST(PlanFile, LayoutIsAsDocumented) {
   std::vector<uint8_t> f = seedPlanBytes();
   EXPECT_EQ(std::string(reinterpret_cast<const char *>(f.data()), 7), "MPCPLAN");
   EXPECT_EQ(f[7], 0);
-  EXPECT_EQ(plan::loadLE(&f[8], 4), 5u);
+  EXPECT_EQ(plan::loadLE(&f[8], 4), 6u);
   uint64_t data = plan::dataOffset(metaLen(f));
   EXPECT_EQ(data % 64, 0u);
   EXPECT_EQ(data + plan::loadLE(&f[24], 8), f.size());
@@ -251,7 +251,7 @@ TEST(PlanFile, FutureVersionIsRejected) {
   std::vector<uint8_t> f = seedPlanBytes();
   plan::storeLE(&f[plan::kHeaderVersionOffset], 7, 4);
   EXPECT_EQ(parseError(f),
-            "plan.bin: error: header: plan format version 7 is newer than this mpc supports (5)");
+            "plan.bin: error: header: plan format version 7 is newer than this mpc supports (6)");
   plan::storeLE(&f[plan::kHeaderVersionOffset], 0, 4);
   EXPECT_NE(parseError(f), "");
 }
@@ -261,7 +261,7 @@ TEST(PlanFile, OlderVersionIsRejected) {
   std::vector<uint8_t> f = seedPlanBytes();
   plan::storeLE(&f[plan::kHeaderVersionOffset], 1, 4);
   EXPECT_EQ(parseError(f), "plan.bin: error: header: plan format version 1 is older than this "
-                           "mpc reads (5): compile the model again with this mpc");
+                           "mpc reads (6): compile the model again with this mpc");
 }
 
 TEST(PlanFile, HugeLengthsAreRejectedBeforeAllocating) {
