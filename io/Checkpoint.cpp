@@ -183,12 +183,17 @@ std::string describeOptimizer(const plan::Plan &plan) {
   std::vector<std::string> settings;
   for (const plan::DeviceProgram &d : plan.devices)
     for (const plan::Instr &in : d.instrs) {
-      // batch_norm_update folds statistics in; it is no parameter update.
+      // batch_norm_update folds statistics in, loss_scale_update moves fp16's
+      // loss scale: no parameter updates.
       if (in.kind != plan::InstrKind::Kernel || in.op.size() < 7 ||
-          in.op.compare(in.op.size() - 7, 7, "_update") != 0 || in.op == "batch_norm_update")
+          in.op.compare(in.op.size() - 7, 7, "_update") != 0 || in.op == "batch_norm_update" ||
+          in.op == "loss_scale_update")
         continue;
       std::string s = in.op.substr(0, in.op.size() - 7);
-      for (const auto &[k, v] : in.attrs) s += " " + k + "=" + attrText(v);
+      // `guarded` says whether fp16 may skip the step, not how it updates:
+      // a checkpoint resumes across precisions.
+      for (const auto &[k, v] : in.attrs)
+        if (k != "guarded") s += " " + k + "=" + attrText(v);
       if (std::find(settings.begin(), settings.end(), s) == settings.end()) settings.push_back(s);
     }
   if (settings.empty()) return "none";

@@ -163,7 +163,12 @@ void addElementwiseSchemas(std::vector<OpSchema> &t) {
                         o[0].str());
       return TensorType{*t, o[0].shape};
     };
-    r.shard = [](const ShardQuery &q) { return elementwiseRule(q, Linearity::None); };
+    // Widening to f32 is exact, so a partial sum stays one; rounding down
+    // is not linear.
+    r.shard = [](const ShardQuery &q) {
+      return elementwiseRule(q, getString(q.attrs, "to") == "f32" ? Linearity::Sum
+                                                                  : Linearity::None);
+    };
     r.traits = kElementwise;
     r.precision = Precision::Any;
     r.batch = rowwiseBatchRule;

@@ -491,6 +491,11 @@ private:
     Layout after = kind == ir::OpKind::AllReduce ? Layout::r()
                    : kind == ir::OpKind::ReduceScatter ? Layout::s(0)
                                                        : Layout::r();
+    const ir::DType low = front[0]->type.dtype;
+    if (ops::isLowPrecision(low)) {
+      Layout l = front[0]->spmd ? front[0]->spmd->layout : from;
+      front = castAll(x, front, ir::DType::F32, l);
+    }
     for (size_t i = 0; i < t; ++i) {
       ir::Builder b = builderFor(x, xs[i]->device);
       ir::AttrMap attrs;
@@ -500,10 +505,28 @@ private:
       m->spmd->of = base;
       out.push_back(m);
     }
+    if (ops::isLowPrecision(low)) out = castAll(x, out, low, after);
     if (axis > 0) {
       std::vector<int64_t> back(perm.size());
       for (size_t k = 0; k < perm.size(); ++k) back[size_t(perm[k])] = int64_t(k);
       out = transposed(x, out, back, to.split() ? Layout::s(0) : Layout::r(), ".back");
+    }
+    return out;
+  }
+
+  /// Each member cast to `to`, labelled as a value of its own in layout
+  /// `l`: collectives add and move f32 (a bf16 or f16 value crosses them in
+  /// f32 and is cast back after).
+  std::vector<Node *> castAll(Node *x, const std::vector<Node *> &xs, ir::DType to, Layout l) {
+    std::vector<Node *> out;
+    std::string base = g_.uniqueName(xs[0]->name + "." + ops::dtypeName(to));
+    for (size_t i = 0; i < xs.size(); ++i) {
+      ir::Builder b = builderFor(x, xs[i]->device);
+      Node *m = b.create(ir::OpKind::Cast, {xs[i]}, {{"to", std::string(ops::dtypeName(to))}},
+                         i == 0 ? base : memberName(base, i));
+      m->spmd = Node::Spmd{base, int64_t(i), int64_t(xs.size()), l};
+      m->microbatch = x->microbatch;
+      out.push_back(m);
     }
     return out;
   }

@@ -8,13 +8,25 @@
 //===----------------------------------------------------------------------===//
 #include "ir/ops/OpHelpers.h"
 
+#include <cmath>
+
 namespace mpc::ir {
 
 using namespace ophelpers;
 
 namespace {
 
+/// A guarded update whose skip flag is set: everything stays as it is.
+bool skipped(RefOps &o, const AttrMap &a, RefTensor &out) {
+  if (!getBool(a, "guarded")) return false;
+  bool skip = o.back()->data[0] != 0.0;
+  o = o.first(o.size() - 1);
+  if (skip) out.data = o[0]->data;
+  return skip;
+}
+
 void refSgd(RefOps o, const AttrMap &a, RefTensor &out) {
+  if (skipped(o, a, out)) return;
   RefTensor &p = *o[0];
   const RefTensor &grad = *o[1];
   double lr = getFloat(a, "lr"), momentum = getFloat(a, "momentum");
@@ -36,6 +48,7 @@ void refSgd(RefOps o, const AttrMap &a, RefTensor &out) {
 }
 
 void refAdam(RefOps o, const AttrMap &a, RefTensor &out) {
+  if (skipped(o, a, out)) return;
   RefTensor &p = *o[0], &m = *o[2], &v = *o[3], &step = *o[4];
   const RefTensor &grad = *o[1];
   double lr = getFloat(a, "lr"), b1 = getFloat(a, "beta1"), b2 = getFloat(a, "beta2");
@@ -61,9 +74,31 @@ void refAssign(RefOps o, const AttrMap &, RefTensor &out) {
   out.data = o[0]->data;
 }
 
+void refCountNonfinite(RefOps o, const AttrMap &, RefTensor &out) {
+  double n = 0;
+  for (const RefTensor *t : o)
+    for (double v : t->data) n += std::isfinite(v) ? 0.0 : 1.0;
+  out.data = {n};
+}
+
+void refLossScaleUpdate(RefOps o, const AttrMap &a, RefTensor &out) {
+  double &scale = o[0]->data[0], &good = o[1]->data[0], &skips = o[2]->data[0];
+  if (o[3]->data[0] != 0.0) {
+    scale *= getFloat(a, "backoff_factor");
+    good = 0;
+    skips += 1;
+  } else if (++good >= double(getInt(a, "growth_interval"))) {
+    scale *= getFloat(a, "growth_factor");
+    good = 0;
+  }
+  out.data = {scale};
+}
+
 } // namespace
 
 void addOptimizerRules(RuleTable &t) {
+  t[size_t(OpKind::CountNonfinite)] = {nullptr, refCountNonfinite};
+  t[size_t(OpKind::LossScaleUpdate)] = {nullptr, refLossScaleUpdate};
   t[size_t(OpKind::SgdUpdate)] = {nullptr, refSgd};
   t[size_t(OpKind::AdamUpdate)] = {nullptr, refAdam};
   t[size_t(OpKind::Assign)] = {nullptr, refAssign};

@@ -415,6 +415,15 @@ void Trainer::runSteps() {
   DataOrder order(pos.datasetRows, pos.shuffle, pos.shuffleSeed);
   order.seek(first, pos.batchesPerEpoch);
   const bool printsLoss = ex.plan().hasLoss && group_.rank() == lossRank_;
+  // fp16's loss scaler (passes/LossScale.cpp): its scale and the steps it
+  // skipped go on the loss line.
+  const plan::TensorRef *scaleRef = nullptr, *skippedRef = nullptr;
+  for (const plan::TensorRef &t : ex.plan().states) {
+    if (t.name == "loss_scale") scaleRef = &t;
+    if (t.name == "loss_scale.skipped") skippedRef = &t;
+  }
+  if (!scaleRef || !skippedRef || !ex.hosts(*scaleRef) || !ex.hosts(*skippedRef))
+    scaleRef = skippedRef = nullptr;
   int64_t finiteAt = first; // the last step whose loss was read and finite
   const bool gpuPlan = plan::usesGpu(ex.plan());
 
@@ -470,7 +479,11 @@ void Trainer::runSteps() {
       bool finite = std::isfinite(loss);
       if (logs || !finite) {
         progress.clear();
-        out_ << "step " << s + 1 << " loss " << valueText(double(loss)) << "\n" << std::flush;
+        out_ << "step " << s + 1 << " loss " << valueText(double(loss));
+        if (scaleRef)
+          out_ << " scale " << valueText(double(ex.readFloats(*scaleRef)[0])) << " skipped "
+               << valueText(double(ex.readFloats(*skippedRef)[0]));
+        out_ << "\n" << std::flush;
       }
       if (!finite)
         throw UserError(opt_.planFile, "step " + std::to_string(s + 1),

@@ -23,6 +23,19 @@ void finish(const KernelInstance &k) {
     std::memmove(k.out.data, k.in[0].data, size_t(k.out.numel) * 4);
 }
 
+/// A guarded update (fp16 loss scaling) whose skip flag, its last operand,
+/// is set: nothing changes. `ints[0]` is 1 for a guarded update.
+bool skipped(const KernelInstance &k) {
+  if (k.ints.empty() || k.ints[0] == 0 || k.in.back().f()[0] == 0.0f) return false;
+  finish(k);
+  return true;
+}
+
+/// The operands an update reads, without a guarded update's skip flag.
+size_t bodyOperands(const KernelInstance &k) {
+  return k.in.size() - (!k.ints.empty() && k.ints[0] != 0 ? 1 : 0);
+}
+
 // reals: lr, momentum, dampening, weight_decay, nesterov (0/1).
 struct SgdHyper {
   double lr, momentum, dampening, wd;
@@ -35,15 +48,17 @@ void prepareSgd(KernelInstance &k) {
   k.reals = {attrFloat(k.attrMap(), "lr"), momentum, attrFloat(k.attrMap(), "dampening"),
              attrFloat(k.attrMap(), "weight_decay"),
              attrBool(k.attrMap(), "nesterov") ? 1.0 : 0.0};
+  k.ints = {attrBool(k.attrMap(), "guarded") ? 1 : 0};
 }
 
 void runSgd(const KernelInstance &k) {
+  if (skipped(k)) return;
   const std::vector<double> &h = k.reals;
   double lr = h[0], momentum = h[1], dampening = h[2], wd = h[3];
   bool nesterov = h[4] != 0.0;
   float *p = k.in[0].f();
   const float *grad = k.in[1].f();
-  bool hasState = k.in.size() == 4;
+  bool hasState = bodyOperands(k) == 4;
   float *buf = hasState ? k.in[2].f() : nullptr;
   float *step = hasState ? k.in[3].f() : nullptr;
   bool first = hasState && step[0] == 0.0f;
@@ -69,9 +84,11 @@ void prepareAdam(KernelInstance &k) {
              attrFloat(k.attrMap(), "eps"),
              attrFloat(k.attrMap(), "weight_decay"),
              attrBool(k.attrMap(), "decoupled") ? 1.0 : 0.0};
+  k.ints = {attrBool(k.attrMap(), "guarded") ? 1 : 0};
 }
 
 void runAdam(const KernelInstance &k) {
+  if (skipped(k)) return;
   const std::vector<double> &h = k.reals;
   double lr = h[0], b1 = h[1], b2 = h[2], eps = h[3], wd = h[4];
   bool decoupled = h[5] != 0.0;
@@ -104,9 +121,38 @@ void runAssign(const KernelInstance &k) {
   finish(k);
 }
 
+// count_nonfinite: over every operand, in order.
+void runCountNonfinite(const KernelInstance &k) {
+  int64_t n = 0;
+  for (const TensorArg &t : k.in)
+    for (int64_t i = 0; i < t.numel; ++i) n += std::isfinite(t.f()[i]) ? 0 : 1;
+  k.out.f()[0] = float(n);
+}
+
+// loss_scale_update: reals = growth_interval, growth_factor, backoff_factor.
+void prepareLossScaleUpdate(KernelInstance &k) {
+  k.reals = {double(attrInt(k.attrMap(), "growth_interval")),
+             attrFloat(k.attrMap(), "growth_factor"), attrFloat(k.attrMap(), "backoff_factor")};
+}
+
+void runLossScaleUpdate(const KernelInstance &k) {
+  float &scale = k.in[0].f()[0], &good = k.in[1].f()[0], &skips = k.in[2].f()[0];
+  if (k.in[3].f()[0] != 0.0f) {
+    scale = float(double(scale) * k.reals[2]);
+    good = 0;
+    skips += 1;
+  } else if ((good += 1) >= float(k.reals[0])) {
+    scale = float(double(scale) * k.reals[1]);
+    good = 0;
+  }
+  k.out.f()[0] = scale;
+}
+
 } // namespace
 
 namespace kernels::Optimizer {
+const CpuKernel CountNonfinite{nullptr, runCountNonfinite};
+const CpuKernel LossScaleUpdate{prepareLossScaleUpdate, runLossScaleUpdate};
 const CpuKernel SgdUpdate{prepareSgd, runSgd};
 const CpuKernel AdamUpdate{prepareAdam, runAdam};
 const CpuKernel Assign{prepareAssign, runAssign};

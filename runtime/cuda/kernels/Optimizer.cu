@@ -20,6 +20,8 @@
 #include "runtime/cuda/CudaCheck.h"
 
 #include <cmath>
+#include <utility>
+#include <vector>
 
 namespace mpc::runtime::cuda {
 
@@ -47,11 +49,18 @@ struct AdamHyper {
 
 // ---- device kernels and their launchers --------------------------------------
 
-__global__ void incrementKernel(float *step) { step[0] += 1.f; }
+/// A guarded update (fp16 loss scaling) reads its skip flag on the device:
+/// non-zero, and no kernel of the update changes anything.
+__device__ inline bool skipping(const float *skip) { return skip != nullptr && skip[0] != 0.f; }
+
+__global__ void incrementKernel(float *step, const float *skip) {
+  if (!skipping(skip)) step[0] += 1.f;
+}
 
 __global__ void sgdKernel(float *__restrict__ p, const float *__restrict__ grad,
                           float *__restrict__ buf, const float *__restrict__ step, int64_t n,
-                          SgdHyper h) {
+                          SgdHyper h, const float *skip) {
+  if (skipping(skip)) return;
   bool first = step != nullptr && step[0] == 0.f;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
@@ -67,7 +76,9 @@ __global__ void sgdKernel(float *__restrict__ p, const float *__restrict__ grad,
 
 __global__ void adamKernel(float *__restrict__ p, const float *__restrict__ grad,
                            float *__restrict__ m, float *__restrict__ v,
-                           const float *__restrict__ step, int64_t n, AdamHyper h) {
+                           const float *__restrict__ step, int64_t n, AdamHyper h,
+                           const float *skip) {
+  if (skipping(skip)) return;
   __shared__ double stepSize, bc2Sqrt;
   if (threadIdx.x == 0) {
     double t = step[0];
@@ -90,15 +101,39 @@ __global__ void adamKernel(float *__restrict__ p, const float *__restrict__ grad
 }
 
 void launchSgdUpdate(float *param, const float *grad, float *momentumBuf, float *step, int64_t n,
-                     const SgdHyper &h, cudaStream_t stream) {
-  if (n > 0) sgdKernel<<<gridFor(n), kThreads, 0, stream>>>(param, grad, momentumBuf, step, n, h);
-  if (step) incrementKernel<<<1, 1, 0, stream>>>(step);
+                     const SgdHyper &h, const float *skip, cudaStream_t stream) {
+  if (n > 0)
+    sgdKernel<<<gridFor(n), kThreads, 0, stream>>>(param, grad, momentumBuf, step, n, h, skip);
+  if (step) incrementKernel<<<1, 1, 0, stream>>>(step, skip);
 }
 
 void launchAdamUpdate(float *param, const float *grad, float *m, float *v, float *step, int64_t n,
-                      const AdamHyper &h, cudaStream_t stream) {
-  incrementKernel<<<1, 1, 0, stream>>>(step);
-  if (n > 0) adamKernel<<<gridFor(n), kThreads, 0, stream>>>(param, grad, m, v, step, n, h);
+                      const AdamHyper &h, const float *skip, cudaStream_t stream) {
+  incrementKernel<<<1, 1, 0, stream>>>(step, skip);
+  if (n > 0) adamKernel<<<gridFor(n), kThreads, 0, stream>>>(param, grad, m, v, step, n, h, skip);
+}
+
+__global__ void countNonfiniteKernel(const float *x, int64_t n, float *count) {
+  // Each thread adds whole numbers: exact, so the order of the atomics does
+  // not matter (below 2^24 per operand and in all).
+  float local = 0.f;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    local += isfinite(x[i]) ? 0.f : 1.f;
+  if (local != 0.f) atomicAdd(count, local);
+}
+
+__global__ void lossScaleUpdateKernel(float *scale, float *good, float *skips, const float *found,
+                                      float *out, double interval, double growth, double backoff) {
+  if (found[0] != 0.f) {
+    scale[0] = float(double(scale[0]) * backoff);
+    good[0] = 0.f;
+    skips[0] += 1.f;
+  } else if ((good[0] += 1.f) >= float(interval)) {
+    scale[0] = float(double(scale[0]) * growth);
+    good[0] = 0.f;
+  }
+  out[0] = scale[0];
 }
 
 // ---- host side: at load, the launch of every step ---------------------------
@@ -120,7 +155,9 @@ Launch prepareSgd(const KernelOperands &k) {
   h.nesterov = attrBool(k.instr->attrs, "nesterov");
   // momentum_buf and step come together, and with any momentum: proven by the
   // plan verifier.
-  bool state = k.inputs.size() == 4;
+  const bool guarded = attrBool(k.instr->attrs, "guarded");
+  const float *skip = guarded ? cf(k.inPtr.back()) : nullptr;
+  bool state = k.inputs.size() - (guarded ? 1 : 0) == 4;
   float *p = f(k.inPtr[0]), *buf = state ? f(k.inPtr[2]) : nullptr;
   float *step = state ? f(k.inPtr[3]) : nullptr;
   const float *g = cf(k.inPtr[1]);
@@ -128,7 +165,7 @@ Launch prepareSgd(const KernelOperands &k) {
   KernelOperands copy = k;
   cudaStream_t s = k.ctx.stream;
   return [=] {
-    launchSgdUpdate(p, g, buf, step, n, h, s);
+    launchSgdUpdate(p, g, buf, step, n, h, skip, s);
     copyResult(copy, s);
   };
 }
@@ -142,12 +179,13 @@ Launch prepareAdam(const KernelOperands &k) {
   h.weightDecay = attrFloat(k.instr->attrs, "weight_decay");
   h.decoupled = attrBool(k.instr->attrs, "decoupled");
   float *p = f(k.inPtr[0]), *m = f(k.inPtr[2]), *v = f(k.inPtr[3]), *step = f(k.inPtr[4]);
+  const float *skip = attrBool(k.instr->attrs, "guarded") ? cf(k.inPtr[5]) : nullptr;
   const float *g = cf(k.inPtr[1]);
   int64_t n = k.inputs[0]->numElements();
   KernelOperands copy = k;
   cudaStream_t s = k.ctx.stream;
   return [=] {
-    launchAdamUpdate(p, g, m, v, step, n, h, s);
+    launchAdamUpdate(p, g, m, v, step, n, h, skip, s);
     copyResult(copy, s);
   };
 }
@@ -168,9 +206,38 @@ Launch prepareAssign(const KernelOperands &k) {
   };
 }
 
+/// count_nonfinite: the count starts at zero in the result, then each
+/// operand adds its own.
+Launch prepareCountNonfinite(const KernelOperands &k) {
+  std::vector<std::pair<const float *, int64_t>> xs;
+  for (size_t i = 0; i < k.inputs.size(); ++i) xs.push_back({cf(k.inPtr[i]), k.inputs[i]->numElements()});
+  float *out = f(k.outPtr);
+  cudaStream_t s = k.ctx.stream;
+  return [=] {
+    cudaCheck(cudaMemsetAsync(out, 0, sizeof(float), s), "cudaMemsetAsync");
+    for (const auto &[x, n] : xs)
+      if (n > 0) countNonfiniteKernel<<<gridFor(n), kThreads, 0, s>>>(x, n, out);
+  };
+}
+
+Launch prepareLossScaleUpdate(const KernelOperands &k) {
+  float *scale = f(k.inPtr[0]), *good = f(k.inPtr[1]), *skips = f(k.inPtr[2]);
+  const float *found = cf(k.inPtr[3]);
+  float *out = f(k.outPtr);
+  double interval = double(attrInt(k.instr->attrs, "growth_interval"));
+  double growth = attrFloat(k.instr->attrs, "growth_factor");
+  double backoff = attrFloat(k.instr->attrs, "backoff_factor");
+  cudaStream_t s = k.ctx.stream;
+  return [=] {
+    lossScaleUpdateKernel<<<1, 1, 0, s>>>(scale, good, skips, found, out, interval, growth, backoff);
+  };
+}
+
 } // namespace
 
 namespace kernels::Optimizer {
+const CudaKernel CountNonfinite{nullptr, prepareCountNonfinite};
+const CudaKernel LossScaleUpdate{nullptr, prepareLossScaleUpdate};
 const CudaKernel SgdUpdate{nullptr, prepareSgd};
 const CudaKernel AdamUpdate{nullptr, prepareAdam};
 const CudaKernel Assign{nullptr, prepareAssign};

@@ -79,9 +79,11 @@ TEST(Npy, Rejections) {
   EXPECT_EQ(npyError({'P', 'K', 3, 4, 0, 0, 0, 0, 0, 0, 0}), "not an NPY file (bad magic)");
   EXPECT_EQ(npyError(npyWithHeader(ok, 8, 4)), "unsupported NPY format version 4.0");
   EXPECT_EQ(npyError(npyWithHeader("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", 16)),
-            "unsupported dtype '<f8' (expected '<f4' float32 or '<i4' int32)");
+            "unsupported dtype '<f8' (expected '<f4' float32, '<i4' int32 or '<f2' float16; NumPy "
+            "has no bfloat16: give bf16 data as safetensors)");
   EXPECT_EQ(npyError(npyWithHeader("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", 8)),
-            "unsupported dtype '>f4' (expected '<f4' float32 or '<i4' int32)");
+            "unsupported dtype '>f4' (expected '<f4' float32, '<i4' int32 or '<f2' float16; NumPy "
+            "has no bfloat16: give bf16 data as safetensors)");
   EXPECT_EQ(npyError(npyWithHeader("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", 8)),
             "fortran_order arrays are not supported (use C order)");
   EXPECT_EQ(npyError(npyWithHeader(ok, 4)),
@@ -173,8 +175,10 @@ TEST(Safetensors, Rejections) {
             "header: header length 1099511627778 exceeds the file or the 100 MB limit");
   EXPECT_EQ(stError(rawSafetensors("{\"a\":", 0)), "header: header is not valid JSON");
   EXPECT_EQ(stError(rawSafetensors("[1]", 0)), "header: header is not a JSON object");
-  EXPECT_EQ(stError(rawSafetensors(R"({"a":{"dtype":"F16","shape":[1],"data_offsets":[0,2]}})", 2)),
-            "tensor 'a': unsupported dtype 'F16' (expected F32 or I32)");
+  EXPECT_EQ(stError(rawSafetensors(R"({"a":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})", 8)),
+            "tensor 'a': unsupported dtype 'F64' (expected F32, I32, BF16 or F16)");
+  EXPECT_EQ(stError(rawSafetensors(R"({"a":{"dtype":"BF16","shape":[2],"data_offsets":[0,2]}})", 2)),
+            "tensor 'a': data size 2 bytes does not match shape (4 bytes expected)");
   EXPECT_EQ(stError(rawSafetensors(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4)),
             "tensor 'a': shape entries must be non-negative integers");
   EXPECT_EQ(stError(rawSafetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 4)),
@@ -222,14 +226,14 @@ TEST(Safetensors, MetadataComesBack) {
 
 TEST(Safetensors, MessagesEscapeControlBytes) {
   // JSON's \u escapes are the only way to put such bytes in a safetensors name.
-  std::string header = "{\"a\\u0001\\u001b\":{\"dtype\":\"F16\",\"shape\":[1],\"data_offsets\":[0,2]}}";
+  std::string header = "{\"a\\u0001\\u001b\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[0,8]}}";
   try {
-    std::vector<uint8_t> bytes = rawSafetensors(header, 2);
+    std::vector<uint8_t> bytes = rawSafetensors(header, 8);
     parseSafetensors(bytes.data(), bytes.size(), "e.safetensors");
     FAIL() << "accepted";
   } catch (const UserError &e) {
-    EXPECT_STREQ(e.what(), "e.safetensors: error: tensor 'a\\x01\\x1b': unsupported dtype 'F16' "
-                           "(expected F32 or I32)");
+    EXPECT_STREQ(e.what(), "e.safetensors: error: tensor 'a\\x01\\x1b': unsupported dtype 'F64' "
+                           "(expected F32, I32, BF16 or F16)");
   }
 }
 

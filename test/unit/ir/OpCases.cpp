@@ -347,6 +347,29 @@ std::vector<OpCase> buildCases() {
   add(OpKind::AdamUpdate, "adamw", {f32({4}), f32({4}), f32({4}), f32({4}), f32({1})},
       {{"lr", 0.01}, {"weight_decay", 0.1}, {"decoupled", true}, {"beta1", 0.8}},
       {{}, {}, {}, moment2, integers(1, 9)});
+  // Guarded (fp16 loss scaling): the skip flag set leaves all unchanged.
+  for (auto [label, skip] : {std::pair{"guarded_run", 0.0}, std::pair{"guarded_skip", 1.0}}) {
+    add(OpKind::SgdUpdate, label, {f32({3, 2}), f32({3, 2}), f32({1})},
+        {{"lr", 0.1}, {"guarded", true}}, {{}, {}, integers(skip, skip)});
+    add(OpKind::SgdUpdate, std::string(label) + "_momentum",
+        {f32({3}), f32({3}), f32({3}), f32({1}), f32({1})},
+        {{"lr", 0.1}, {"momentum", 0.9}, {"guarded", true}},
+        {{}, {}, {}, integers(1, 5), integers(skip, skip)});
+    add(OpKind::AdamUpdate, label, {f32({4}), f32({4}), f32({4}), f32({4}), f32({1}), f32({1})},
+        {{"lr", 0.01}, {"guarded", true}}, {{}, {}, {}, moment2, integers(1, 9), integers(skip, skip)});
+  }
+  add(OpKind::CountNonfinite, "one", {f32({3, 4})});
+  add(OpKind::CountNonfinite, "three", {f32({5}), f32({2, 3}), f32({})});
+  // loss_scale_update: a clean step, a step at the growth interval, a step
+  // with inf or NaN gradients.
+  add(OpKind::LossScaleUpdate, "clean", {f32({1}), f32({1}), f32({1}), f32({1})},
+      {{"growth_interval", int64_t(10)}},
+      {range(1.0, 100.0), integers(0, 5), integers(0, 3), integers(0, 0)});
+  add(OpKind::LossScaleUpdate, "grow", {f32({1}), f32({1}), f32({1}), f32({1})},
+      {{"growth_interval", int64_t(3)}},
+      {range(1.0, 100.0), integers(2, 2), integers(0, 3), integers(0, 0)});
+  add(OpKind::LossScaleUpdate, "back_off", {f32({1}), f32({1}), f32({1}), f32({1})}, {},
+      {range(1.0, 100.0), integers(0, 5), integers(0, 3), integers(1, 7)});
 
   // Convolutional networks. conv2d: stride, padding, dilation, groups
   // (depthwise too), bias or not, odd and non-square sizes; the backward ops

@@ -68,6 +68,8 @@ TEST(OpRegistry, NonDifferentiableOpsAreTheBackwardAndUpdateOps) {
   expected.insert({"all_reduce", "reduce_scatter", "all_gather"});
   // ZeRO-1's write of the all-gathered parameter (shard-optimizer-state).
   expected.insert("assign");
+  // fp16's loss scaling (loss-scale): after the backward.
+  expected.insert({"count_nonfinite", "loss_scale_update"});
   std::set<std::string> actual;
   for (const OpInfo &r : allOps())
     if (!r.grad) actual.insert(r.name);
@@ -89,11 +91,11 @@ TEST(OpRegistry, TraitsAndMutatedOperands) {
   const OpInfo &sgd = opInfo(OpKind::SgdUpdate);
   EXPECT_TRUE(sgd.has(kOptimizer));
   EXPECT_EQ(sgd.minArity, 2);
-  EXPECT_EQ(sgd.maxArity(), 4);
+  EXPECT_EQ(sgd.maxArity(), 5); // with a guarded update's skip flag
   EXPECT_EQ(sgd.mutatedOperands, (std::vector<int>{0, 2, 3}));
   const OpInfo &adam = opInfo(OpKind::AdamUpdate);
   EXPECT_TRUE(adam.has(kOptimizer));
-  EXPECT_EQ(adam.maxArity(), 5);
+  EXPECT_EQ(adam.maxArity(), 6);
   EXPECT_EQ(adam.mutatedOperands, (std::vector<int>{0, 2, 3, 4}));
   for (const OpInfo &r : allOps())
     if (!r.has(kOptimizer)) {
@@ -109,9 +111,10 @@ TEST(OpRegistry, VariadicOps) {
       EXPECT_FALSE(r.operands.empty()) << r.name;
       EXPECT_EQ(r.maxArity(), OpInfo::kMaxVariadicArity) << r.name;
     }
-  // Concat's parts, and the collectives' one contribution per device.
-  EXPECT_EQ(variadic,
-            (std::set<std::string>{"concat", "all_reduce", "reduce_scatter", "all_gather"}));
+  // Concat's parts, the collectives' one contribution per device, and the
+  // gradients fp16's loss scaling counts.
+  EXPECT_EQ(variadic, (std::set<std::string>{"concat", "all_reduce", "reduce_scatter", "all_gather",
+                                             "count_nonfinite"}));
 }
 
 TEST(OpCoverage, EveryOpHasTestCases) {

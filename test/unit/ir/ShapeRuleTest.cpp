@@ -134,7 +134,7 @@ TEST(ShapeRule, Arity) {
   EXPECT_EQ(ruleError(OpKind::Fill, {f32({2})}, {{"shape", Shape{2}}}),
             "op 'fill' takes 0 operand(s), got 1");
   EXPECT_EQ(ruleError(OpKind::SgdUpdate, {f32({2})}, {{"lr", 0.1}}),
-            "op 'sgd_update' takes 2 to 4 operand(s), got 1");
+            "op 'sgd_update' takes 2 to 5 operand(s), got 1");
   EXPECT_EQ(ruleError(OpKind::Concat, {}), "op 'concat' takes 1 to 64 operand(s), got 0");
   EXPECT_EQ(ruleError(OpKind::LayerNorm, {f32({2, 3}), f32({3})}),
             "op 'layer_norm' takes 3 operand(s), got 2");

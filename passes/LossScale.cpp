@@ -1,0 +1,177 @@
+//===- passes/LossScale.cpp - fp16's dynamic loss scaling ----------------===//
+//
+// Invariant established (--precision=fp16, a training graph): the backward
+// starts from the loss scale S instead of 1, so every gradient is S times
+// the true one and small gradients survive f16; every update (sgd_update,
+// adam_update) reads its gradient divided by S and is `guarded` by the
+// number of inf and NaN elements in all devices' gradients, which skips the
+// step when non-zero; the scaler's state (loss_scale, its good_steps and
+// skipped) is kept on every device that updates and on the loss's device,
+// equal everywhere (Node::mirrorOf: a checkpoint holds one copy), and moved
+// once per step by loss_scale_update from the same count, as
+// torch.cuda.amp.GradScaler does: start at 2^16, halve and skip on inf or
+// NaN, double after 2000 clean steps. Division by a power of two is exact,
+// so a step that is not skipped updates exactly as without scaling, unless
+// a gradient underflowed or overflowed in f16.
+//
+// Algorithm:
+//   1. The group: the devices of the updates and the loss's device, sorted.
+//   2. The scaler's state on each device of the group (mirrors of the
+//      first device's), and each device's S as a scalar.
+//   3. The seed: autodiff's fill(1) `<loss>.grad` becomes the loss device's S.
+//   4. Each device's count_nonfinite over its updates' gradients (a device
+//      without updates counts nothing: fill(0)); summed over the group by an
+//      all_reduce (in group order: every device gets the same count).
+//   5. Each update reads grad / S and the count as its `skip`; each device's
+//      loss_scale_update moves its copy of the scaler.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Pass.h"
+
+#include "ir/Builder.h"
+#include "support/Error.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace mpc::passes {
+
+using ir::Graph;
+using ir::Node;
+
+namespace {
+
+/// GradScaler's defaults (torch.cuda.amp.GradScaler).
+constexpr double kInitialScale = 65536.0;
+
+struct Scaler {
+  Node *scale = nullptr, *goodSteps = nullptr, *skipped = nullptr;
+  Node *scalar = nullptr; ///< scale as f32[]
+  Node *found = nullptr;  ///< the group's count of inf and NaN
+};
+
+class LossScalePass : public Pass {
+public:
+  bool run(Graph &g, PassContext &ctx) override {
+    g.precision = effectivePrecision(g, ctx.options);
+    if (g.precision != "fp16" || !g.has(ir::kOptimized) || g.loss.empty()) return false;
+    for (const auto &n : g.nodes())
+      if (n->isOp(ir::OpKind::LossScaleUpdate)) return false; // already scaled
+    Node *loss = g.find(g.loss);
+    Node *seed = g.find(g.loss + ".grad");
+    if (!loss || !seed || !seed->isOp(ir::OpKind::Fill))
+      throw InternalError("loss-scale: no seed gradient '" + g.loss + ".grad' from autodiff");
+
+    // Step 1.
+    std::map<std::string, std::vector<Node *>> updates;
+    for (const auto &n : g.nodes())
+      if (n->isOp(ir::OpKind::SgdUpdate) || n->isOp(ir::OpKind::AdamUpdate))
+        updates[n->device].push_back(n.get());
+    if (updates.empty()) return false;
+    std::set<std::string> group;
+    for (const auto &[device, us] : updates) group.insert(device);
+    group.insert(loss->device);
+    for (const std::string &d : group)
+      if (d.empty()) throw InternalError("loss-scale: a node without a device");
+
+    // Step 2.
+    const std::string param = updates.begin()->second.front()->inputs[0]->name;
+    std::map<std::string, Scaler> scalers;
+    Scaler *first = nullptr;
+    for (const std::string &d : group) {
+      Scaler &s = scalers[d];
+      std::string on = d;
+      on.erase(std::remove(on.begin(), on.end(), ':'), on.end()); // "cpu1", as copies say
+      auto state = [&](const std::string &base, ir::InitSpec init, Node *original) {
+        Node *n = g.addState(g.uniqueName(original ? base + ".on." + on : base),
+                             ir::TensorType{ir::DType::F32, {1}}, init, param);
+        n->device = d;
+        if (original) n->mirrorOf = original->name;
+        ctx.count("loss-scale", "state-tensors");
+        return n;
+      };
+      s.scale = state("loss_scale", ir::InitSpec{ir::InitSpec::Constant, kInitialScale},
+                      first ? first->scale : nullptr);
+      s.goodSteps = state("loss_scale.good_steps", ir::InitSpec{ir::InitSpec::Zeros},
+                          first ? first->goodSteps : nullptr);
+      s.skipped = state("loss_scale.skipped", ir::InitSpec{ir::InitSpec::Zeros},
+                        first ? first->skipped : nullptr);
+      ir::Builder b = builder(g, d);
+      s.scalar = b.create(ir::OpKind::Reshape, {s.scale}, {{"shape", ir::Shape{}}},
+                          s.scale->name + ".value");
+      if (!first) first = &s;
+    }
+
+    // Step 3.
+    g.replaceAllUses(seed, scalers.at(loss->device).scalar);
+    g.erase(seed);
+
+    // Step 4.
+    std::vector<Node *> counts;
+    for (const std::string &d : group) {
+      ir::Builder b = builder(g, d);
+      auto it = updates.find(d);
+      if (it == updates.end()) {
+        counts.push_back(b.fill(0.0, {1}));
+        continue;
+      }
+      std::vector<Node *> grads;
+      for (Node *u : it->second)
+        if (std::find(grads.begin(), grads.end(), u->inputs[1]) == grads.end())
+          grads.push_back(u->inputs[1]);
+      Node *count = nullptr;
+      for (size_t i = 0; i < grads.size(); i += ops::OpSchema::kMaxVariadicArity) {
+        std::vector<Node *> part(grads.begin() + long(i),
+                                 grads.begin() + long(std::min(grads.size(),
+                                                               i + ops::OpSchema::kMaxVariadicArity)));
+        Node *c = b.create(ir::OpKind::CountNonfinite, part, {}, "loss_scale.count");
+        count = count ? b.add(count, c) : c;
+      }
+      counts.push_back(count);
+    }
+    for (const std::string &d : group) {
+      ir::Builder b = builder(g, d);
+      scalers[d].found = group.size() == 1
+                             ? counts[0]
+                             : b.create(ir::OpKind::AllReduce, counts, {}, "loss_scale.found");
+    }
+
+    // Step 5.
+    for (auto &[d, us] : updates) {
+      Scaler &s = scalers.at(d);
+      ir::Builder b = builder(g, d);
+      std::map<Node *, Node *> unscaled;
+      for (Node *u : us) {
+        Node *&grad = unscaled[u->inputs[1]];
+        if (!grad) grad = b.create(ir::OpKind::Div, {u->inputs[1], s.scalar}, {},
+                                   u->inputs[1]->name + ".unscaled");
+        u->inputs[1] = grad;
+        u->inputs.push_back(s.found);
+        u->attrs["guarded"] = true;
+        ctx.count("loss-scale", "guarded-updates");
+      }
+    }
+    for (const std::string &d : group) {
+      Scaler &s = scalers.at(d);
+      ir::Builder b = builder(g, d);
+      b.create(ir::OpKind::LossScaleUpdate, {s.scale, s.goodSteps, s.skipped, s.found}, {},
+               s.scale->name + ".update");
+    }
+    return true;
+  }
+
+private:
+  static ir::Builder builder(Graph &g, const std::string &device) {
+    ir::Builder b(g);
+    b.device = device;
+    b.backward = true;
+    return b;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createLossScalePass() { return std::make_unique<LossScalePass>(); }
+
+} // namespace mpc::passes
