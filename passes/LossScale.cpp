@@ -76,7 +76,16 @@ public:
       if (d.empty()) throw InternalError("loss-scale: a node without a device");
 
     // Step 2.
-    const std::string param = updates.begin()->second.front()->inputs[0]->name;
+    // State belongs to a parameter (Graph::addState); the scaler is the
+    // whole model's: it names the first parameter (a ZeRO update's operand
+    // is a shard, not the parameter).
+    std::string param;
+    for (const auto &n : g.nodes())
+      if (n->kind == ir::NodeKind::Param && n->namesTensor()) {
+        param = n->name;
+        break;
+      }
+    if (param.empty()) throw InternalError("loss-scale: updates without a parameter");
     std::map<std::string, Scaler> scalers;
     Scaler *first = nullptr;
     for (const std::string &d : group) {

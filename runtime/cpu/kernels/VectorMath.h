@@ -29,22 +29,16 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ops/Float16.h"
+
 #include <cstdint>
-#include <cstring>
 #include <limits>
 
 namespace mpc::runtime::cpu::vmath {
 
-inline float bitsToFloat(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-inline uint32_t floatToBits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
+// A float's bits and back (ops/Float16.h).
+using ops::bitsFloat;
+using ops::floatBits;
 
 /// e^x. Overflows to +inf above 88.72, underflows to 0 below -103.9
 /// (denormals in between, as libm).
@@ -69,7 +63,7 @@ inline float fastExp(float x) {
   // up to 128 stay representable.
   int32_t ni = int32_t(n);
   int32_t n1 = ni / 2, n2 = ni - n1;
-  float s1 = bitsToFloat(uint32_t(n1 + 127) << 23), s2 = bitsToFloat(uint32_t(n2 + 127) << 23);
+  float s1 = bitsFloat(uint32_t(n1 + 127) << 23), s2 = bitsFloat(uint32_t(n2 + 127) << 23);
   float y = p * s1 * s2;
   y = x > hi ? std::numeric_limits<float>::infinity() : y;
   y = x < lo ? 0.0f : y;
@@ -81,9 +75,9 @@ inline float fastLog(float x) {
   // Denormals: scale up by 2^23 first.
   bool tiny = x < 1.17549435e-38f;
   float xs = tiny ? x * 8388608.0f : x;
-  uint32_t u = floatToBits(xs);
+  uint32_t u = floatBits(xs);
   int32_t e = int32_t((u >> 23) & 0xff) - 126;
-  float m = bitsToFloat((u & 0x007fffffu) | 0x3f000000u); // in [0.5, 1)
+  float m = bitsFloat((u & 0x007fffffu) | 0x3f000000u); // in [0.5, 1)
   // Keep m in [sqrt(0.5), sqrt(2)): below, take one from the exponent.
   bool below = m < 0.707106781186547524f;
   m = below ? m + m : m;
@@ -156,7 +150,7 @@ inline float fastNormalTail(float a) {
   p = p * t + 0.37409196f;
   p = p * t + 1.00002368f;
   p = p * t - 1.26551223f;
-  const float ah = bitsToFloat(floatToBits(a) & 0xFFFFF000u), al = a - ah;
+  const float ah = bitsFloat(floatBits(a) & 0xFFFFF000u), al = a - ah;
   return 0.5f * t * fastExp(-0.5f * ah * ah) * fastExp(p - (ah * al + 0.5f * al * al));
 }
 
