@@ -83,6 +83,7 @@ void addElementwiseRules(RuleTable &table);
 void addReduceRules(RuleTable &table);
 void addShapeRules(RuleTable &table);
 void addSoftmaxRules(RuleTable &table);
+void addAttentionRules(RuleTable &table);
 void addLossRules(RuleTable &table);
 void addNormRules(RuleTable &table);
 void addEmbeddingRules(RuleTable &table);

@@ -22,6 +22,7 @@ std::vector<OpInfo> buildTable() {
   addReduceRules(rules);
   addShapeRules(rules);
   addSoftmaxRules(rules);
+  addAttentionRules(rules);
   addLossRules(rules);
   addNormRules(rules);
   addEmbeddingRules(rules);

@@ -28,6 +28,7 @@ std::vector<OpSchema> buildTable() {
   addReduceSchemas(records);
   addShapeSchemas(records);
   addSoftmaxSchemas(records);
+  addAttentionSchemas(records);
   addLossSchemas(records);
   addNormSchemas(records);
   addEmbeddingSchemas(records);

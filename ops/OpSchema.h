@@ -158,6 +158,7 @@ void addElementwiseSchemas(std::vector<OpSchema> &table);
 void addReduceSchemas(std::vector<OpSchema> &table);
 void addShapeSchemas(std::vector<OpSchema> &table);
 void addSoftmaxSchemas(std::vector<OpSchema> &table);
+void addAttentionSchemas(std::vector<OpSchema> &table);
 void addLossSchemas(std::vector<OpSchema> &table);
 void addNormSchemas(std::vector<OpSchema> &table);
 void addEmbeddingSchemas(std::vector<OpSchema> &table);

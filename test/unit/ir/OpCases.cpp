@@ -311,6 +311,26 @@ std::vector<OpCase> buildCases() {
        {"inner", int64_t(6)}});
 
   // Device ops.
+  // attention: heads and batch as leading axes, T != S, e != d, causal or
+  // not, and sizes past the CPU kernel's 64-row blocks.
+  for (bool causal : {false, true}) {
+    const char *tag = causal ? "_causal" : "";
+    add(OpKind::Attention, std::string("heads") + tag, {f32({2, 3, 5, 4}), f32({2, 3, 7, 4}), f32({2, 3, 7, 6})},
+        {{"causal", causal}});
+    add(OpKind::Attention, std::string("square") + tag, {f32({6, 3}), f32({6, 3}), f32({6, 2})},
+        {{"causal", causal}, {"scale", 0.7}});
+    add(OpKind::Attention, std::string("blocks") + tag, {f32({1, 70, 8}), f32({1, 130, 8}), f32({1, 130, 5})},
+        {{"causal", causal}});
+    for (const char *wrt : {"q", "k", "v"}) {
+      add(OpKind::AttentionGrad, std::string("heads_") + wrt + tag,
+          {f32({2, 2, 5, 4}), f32({2, 2, 7, 4}), f32({2, 2, 7, 3}), f32({2, 2, 5, 3})},
+          {{"causal", causal}, {"wrt", std::string(wrt)}});
+      add(OpKind::AttentionGrad, std::string("blocks_") + wrt + tag,
+          {f32({1, 70, 8}), f32({1, 130, 8}), f32({1, 130, 5}), f32({1, 70, 5})},
+          {{"causal", causal}, {"wrt", std::string(wrt)}, {"scale", 0.3}});
+    }
+  }
+
   // cast: to and from each float type (the rounding is the reference's).
   {
     auto typed = [](DType t, Shape sh) { return TensorType{t, std::move(sh)}; };

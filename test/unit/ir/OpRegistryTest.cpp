@@ -68,6 +68,8 @@ TEST(OpRegistry, NonDifferentiableOpsAreTheBackwardAndUpdateOps) {
   expected.insert({"all_reduce", "reduce_scatter", "all_gather"});
   // ZeRO-1's write of the all-gathered parameter (shard-optimizer-state).
   expected.insert("assign");
+  // attention's backward (one per operand).
+  expected.insert("attention_grad");
   // fp16's loss scaling (loss-scale): after the backward.
   expected.insert({"count_nonfinite", "loss_scale_update"});
   std::set<std::string> actual;
