@@ -12,9 +12,10 @@
 // Algorithm: for each softmax along the last axis, in topological order:
 //   1. Walk up: an optional causal_mask whose value is at most -1e4 (so
 //      exp of it underflows to 0 as attention's mask does: the same
-//      function), an optional scale, then a matmul(q, k) with transpose_b
-//      only, q and k of one rank with the same leading axes (no
-//      broadcasting).
+//      function), an optional scale (or a mul or div by a one-element
+//      fill: an exporter's Div by sqrt(d)), then a matmul(q, k) with
+//      transpose_b only, or of q and a transpose of k's last two axes; q
+//      and k of one rank with the same leading axes (no broadcasting).
 //   2. Walk down: the softmax's one reader is a matmul(p, v) with no
 //      transposes and no accumulator, v of q's rank and leading axes.
 //   3. Each intermediate (scores, scaled, masked, probabilities) has that
@@ -32,6 +33,8 @@
 #include "support/Error.h"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -46,6 +49,30 @@ namespace {
 /// The lowest causal_mask value that still masks exactly: exp(-1e4 + x)
 /// is 0 in f32 and f64 for any score x a model meets.
 constexpr double kMaskFloor = -1e4;
+
+/// The factor a node applies to its first operand: scale's value, or a
+/// mul or div by a one-element fill (an exporter's Div by sqrt(d)).
+std::optional<double> scaleOf(const Node *n) {
+  if (n->isOp(OpKind::Scale)) return ir::getFloat(n->attrs, "value");
+  if ((n->isOp(OpKind::Mul) || n->isOp(OpKind::Div)) && n->inputs.size() == 2 &&
+      n->inputs[1]->isOp(OpKind::Fill) && n->inputs[1]->type.numElements() == 1 &&
+      n->type == n->inputs[0]->type) {
+    double c = ir::getFloat(n->inputs[1]->attrs, "value");
+    return n->isOp(OpKind::Mul) ? c : 1.0 / c;
+  }
+  return std::nullopt;
+}
+
+/// A transpose that swaps the last two axes and keeps the others.
+bool swapsLastTwo(const Node *n) {
+  if (!n->isOp(OpKind::Transpose)) return false;
+  const std::vector<int64_t> &perm = ir::getInts(n->attrs, "perm");
+  const int64_t r = int64_t(perm.size());
+  if (r < 2) return false;
+  for (int64_t a = 0; a + 2 < r; ++a)
+    if (perm[size_t(a)] != a) return false;
+  return perm[size_t(r - 2)] == r - 1 && perm[size_t(r - 1)] == r - 2;
+}
 
 class FuseAttentionPass : public Pass {
 public:
@@ -81,17 +108,23 @@ public:
         chain.push_back(s);
         s = s->inputs[0];
       }
-      if (s->isOp(OpKind::Scale)) {
-        scale = ir::getFloat(s->attrs, "value");
-        if (!(scale > 0) || !only(s, chain.back())) continue;
+      if (std::optional<double> f = scaleOf(s)) {
+        scale = *f;
+        if (!(scale > 0) || !std::isfinite(scale) || !only(s, chain.back())) continue;
         chain.push_back(s);
         s = s->inputs[0];
       }
       if (!s->isOp(OpKind::MatMul) || s->inputs.size() != 2 || !only(s, chain.back()) ||
-          ir::getBool(s->attrs, "transpose_a") || !ir::getBool(s->attrs, "transpose_b"))
+          ir::getBool(s->attrs, "transpose_a"))
         continue;
       chain.push_back(s);
       Node *q = s->inputs[0], *k = s->inputs[1];
+      if (!ir::getBool(s->attrs, "transpose_b")) {
+        // An exporter's explicit transpose of k's last two axes.
+        if (!swapsLastTwo(k) || !only(k, s)) continue;
+        chain.push_back(k);
+        k = k->inputs[0];
+      }
       if (!sameLeading(q, k)) continue;
       // Step 2.
       auto pu = users.find(p);
