@@ -21,7 +21,7 @@ namespace mpc::io {
 struct NpyArray {
   plan::DType dtype = plan::DType::F32;
   std::vector<int64_t> shape;
-  std::vector<uint8_t> data; ///< 4 bytes per element, row-major, little-endian
+  std::vector<uint8_t> data; ///< row-major, little-endian (4 bytes an element; f16 2)
 
   int64_t numElements() const {
     int64_t n = 1;

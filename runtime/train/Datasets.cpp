@@ -4,6 +4,8 @@
 #include "ops/Float16.h"
 
 #include "io/Checkpoint.h"
+#include "io/Npy.h"
+#include "io/Safetensors.h"
 #include "plan/PlanIO.h"
 #include "support/Error.h"
 
@@ -39,6 +41,27 @@ std::pair<std::string, std::string> splitSpec(const std::string &spec, const std
   if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
     throw UserError("", flag, "expected NAME=FILE, got '" + spec + "'");
   return {spec.substr(0, eq), spec.substr(eq + 1)};
+}
+
+/// A dataset file: NPY, or safetensors (NumPy has no bfloat16) holding one
+/// tensor, or one named as the input.
+io::NpyArray readDataFile(const std::string &file, const std::string &input) {
+  const std::string ext = ".safetensors";
+  if (file.size() < ext.size() || file.compare(file.size() - ext.size(), ext.size(), ext) != 0)
+    return io::readNpy(file);
+  std::vector<io::NamedTensor> tensors = io::readSafetensors(file);
+  const io::NamedTensor *pick = tensors.size() == 1 ? &tensors[0] : nullptr;
+  for (const io::NamedTensor &t : tensors)
+    if (t.name == input) pick = &t;
+  if (!pick)
+    throw UserError(file, "input '" + input + "'",
+                    "holds " + std::to_string(tensors.size()) +
+                        " tensors and none named '" + input + "': give one tensor, or name it so");
+  io::NpyArray a;
+  a.dtype = pick->dtype;
+  a.shape = pick->shape;
+  a.data = pick->data;
+  return a;
 }
 
 int64_t firstNonFinite(const uint8_t *data, size_t count, plan::DType dtype) {
@@ -100,7 +123,7 @@ std::vector<Dataset> loadInputs(const plan::Plan &p, const std::vector<std::stri
     d.ref = &t;
     if (it != files.end()) {
       d.file = it->second;
-      d.array = io::readNpy(d.file);
+      d.array = readDataFile(d.file, t.name);
     } else {
       d.file = "<array '" + t.name + "'>";
       d.array = mem->second;

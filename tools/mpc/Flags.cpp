@@ -29,8 +29,10 @@ CLI::App *addRunFlags(CLI::App &app, RunArgs &args) {
              "runtime for gpu plans");
   cmd->add_option("plan", args.train.planFile, "Plan file (from mpc compile)")->required();
   cmd->add_option("--input", args.train.inputs,
-                  "NAME=FILE.npy: a dataset for plan input NAME (float32 or int32, C order; "
-                  "the first axis is the dataset, batches in file order). Repeatable");
+                  "NAME=FILE.npy: a dataset for plan input NAME (float32, int32 or float16, C "
+                  "order; the first axis is the dataset, batches in file order); or "
+                  "NAME=FILE.safetensors holding one tensor, or one named NAME (bf16 data). "
+                  "Repeatable");
   cmd->add_flag("--allow-nonfinite", args.train.allowNonfinite,
                 "Take --input datasets holding NaN or infinities as they are (by default the "
                 "first such value is an error naming the file and its flat index)");
