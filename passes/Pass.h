@@ -47,6 +47,8 @@ struct PassOptions {
   std::optional<int64_t> dataParallel;
   std::optional<int> zero;
   std::optional<int64_t> bucketBytes;
+  /// --fuse-attention: the default pipeline runs fuse-attention.
+  bool fuseAttention = false;
   /// --precision override of the model's "precision" (ops::kPrecisions;
   /// passes/Autocast.cpp).
   std::optional<std::string> precision;

@@ -3,8 +3,8 @@
 // The pipeline `mpc compile` runs, as a readable sequence:
 //   1. infer-shapes   types for every node (the reader already did; cheap)
 //   2. canonicalize   drop dead nodes, fold identity reshapes/transposes
-//      fuse-attention each matmul -> scale -> causal_mask -> softmax ->
-//                     matmul chain one attention op
+//      fuse-attention (--fuse-attention) each matmul -> scale ->
+//                     causal_mask -> softmax -> matmul chain one attention op
 //   3. place          a concrete device for every node
 //      batch-norm-stats  (models with batch_norm) running statistics as
 //                     state, and their update in training (after place:
@@ -113,7 +113,9 @@ static bool usesDeviceSets(const ir::Graph &g, const PassOptions &opts) {
 }
 
 std::string defaultPipeline(const ir::Graph &graph, const PassOptions &options) {
-  std::string p = "infer-shapes,canonicalize,fuse-attention,place";
+  std::string p = "infer-shapes,canonicalize";
+  if (options.fuseAttention) p += ",fuse-attention";
+  p += ",place";
   for (const auto &n : graph.nodes())
     if (n->isOp(ir::OpKind::BatchNorm)) {
       p += ",batch-norm-stats";

@@ -15,7 +15,8 @@ steps by:
     autocast has no float16);
   * mpc --precision=fp32, bf16 and fp16, each on 1 micro-batch and on 2
     (pipelined: the same bits as 1 within a precision is the unit tests'
-    rule; here the micro-batches must agree with PyTorch as well).
+    rule; here the micro-batches must agree with PyTorch as well); and
+    bf16 and fp32 with --fuse-attention (the fused attention op).
 
 The tolerance is derived from the runs themselves. bf16 keeps 8 bits of
 mantissa, so any two bf16 trainings that round at different points (mpc
@@ -75,12 +76,12 @@ def torch_train(G, model, init, d, autocast, skip=()):
     return {k: v.detach().double().numpy() for k, v in P.items()}, losses
 
 
-def mpc_train(mpc, work, data, precision, microbatches):
-    tag = "%s-m%d" % (precision, microbatches)
+def mpc_train(mpc, work, data, precision, microbatches, extra=()):
+    tag = "%s-m%d%s" % (precision, microbatches, "".join(extra))
     plan = os.path.join(work, tag + ".bin")
     out = os.path.join(work, tag + ".safetensors")
     gc.sh([mpc, "compile", os.path.join(work, "model.json"), "--precision", precision,
-           "--microbatches", str(microbatches), "-o", plan])
+           "--microbatches", str(microbatches), "-o", plan] + list(extra))
     text = gc.sh([mpc, "run", plan, "--init", os.path.join(work, "init.safetensors"),
                   "--input", "x=" + os.path.join(data, "train_x.npy"),
                   "--input", "y=" + os.path.join(data, "train_y.npy"),
@@ -196,6 +197,12 @@ def main():
               % ("mpc " + tag, sorted(skipped) or "none"))
         check("mpc %s vs torch f32" % tag, params, losses, ref, ref_losses,
               FACTOR * drift + 1e-4, FACTOR * loss_drift + 1e-3)
+    # The fused attention op (--fuse-attention) in bf16 and fp32.
+    tag, params, losses, _ = mpc_train(mpc, work, data, "bf16", 1, ("--fuse-attention",))
+    check("mpc %s vs torch autocast" % tag, params, losses, bf16, bf16_losses,
+          FACTOR * drift + 1e-4, FACTOR * loss_drift + 1e-3)
+    tag, params, losses, _ = mpc_train(mpc, work, data, "fp32", 1, ("--fuse-attention",))
+    check("mpc %s vs torch f32" % tag, params, losses, f32, f32_losses, 1e-4, 2e-5)
     tag, params, losses, _ = mpc_train(mpc, work, data, "fp32", 1)
     check("mpc %s vs torch f32" % tag, params, losses, f32, f32_losses, 1e-4, 2e-5)
     print("autocast crosscheck: %s" % ("ok" if ok else "FAILED"))

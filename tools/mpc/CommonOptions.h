@@ -31,6 +31,7 @@ struct CommonOptions {
   bool microbatchesAuto = false;       ///< --microbatches=auto (mpc compile chooses)
   std::string schedule;     ///< "": the model's
   std::string recompute;    ///< "": none
+  bool fuseAttention = false;
   std::string precision;    ///< "": the model's
   std::optional<int64_t> dataParallel; ///< unset: the model's
   std::optional<int> zero;             ///< unset: 0
