@@ -25,19 +25,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from mpc_timing import time_mpc  # noqa: E402
 GPT = os.path.join(HERE, "..", "examples", "gpt")
-
-
-def run_steps(mpc, plan, x, y, steps):
-    t = time.perf_counter()
-    subprocess.run([mpc, "run", plan, "--input", "x=" + x, "--input", "y=" + y,
-                    "--steps", str(steps), "--log-every", str(10 ** 9)],
-                   check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - t
 
 
 def compile_plan(mpc, model, plan, extra):
@@ -85,8 +78,8 @@ def main():
     times = {k: [] for k in plans}
     for _ in range(args.reps):
         for k, plan in plans.items():
-            t1 = run_steps(args.mpc, plan, x, y, n1)
-            t2 = run_steps(args.mpc, plan, x, y, n2)
+            t1 = time_mpc(args.mpc, plan, x, y, n1)
+            t2 = time_mpc(args.mpc, plan, x, y, n2)
             times[k].append((t2 - t1) / (n2 - n1))
     for k in plans:
         print("%-8s step %.1f ms (median of %d; %s), arena peaks %s"

@@ -33,6 +33,8 @@ import time
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from mpc_timing import time_mpc  # noqa: E402
 GPT = os.path.join(HERE, "..", "examples", "gpt")
 
 
@@ -49,14 +51,6 @@ def fitting_core():
     if "avx2" in flags and "fma" in flags:
         return "Haswell"
     return ""
-
-
-def time_mpc(mpc, plan, x, y, steps):
-    t = time.perf_counter()
-    subprocess.run([mpc, "run", plan, "--input", "x=" + x, "--input", "y=" + y,
-                    "--steps", str(steps), "--log-every", str(10 ** 9)],
-                   check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - t
 
 
 def time_torch(torch, G, model, xs, ys, steps):

@@ -23,11 +23,7 @@ const char *nodeKindName(NodeKind k) {
 }
 
 std::string pipelineScheduleList() {
-  std::string s;
-  const size_t n = std::size(kPipelineSchedules);
-  for (size_t i = 0; i < n; ++i)
-    s += (i == 0 ? "" : i + 1 == n ? " or " : ", ") + std::string(kPipelineSchedules[i]);
-  return s;
+  return choiceText({std::begin(kPipelineSchedules), std::end(kPipelineSchedules)});
 }
 
 std::string InitSpec::str() const {

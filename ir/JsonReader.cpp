@@ -266,11 +266,11 @@ private:
     std::string dp = ptr + "/dtype";
     if (!j->is_string())
       fail(dp, "bad dtype " + describeJson(*j) + " for " + who +
-                   "; expected \"f32\", \"i32\", \"bf16\" or \"f16\"");
+                   "; expected " + ops::dtypeNameList(true));
     auto t = parseDType(j->get<std::string>());
     if (!t)
       fail(dp, "bad dtype " + quoteName(j->get<std::string>()) + " for " + who +
-                   "; expected \"f32\", \"i32\", \"bf16\" or \"f16\"");
+                   "; expected " + ops::dtypeNameList(true));
     if (floatOnly && *t != DType::F32)
       fail(dp, "bad dtype " + quoteName(j->get<std::string>()) + " for " + who +
                    "; parameters and state are f32 (master weights: --precision=bf16 or fp16 "

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace mpc::ops {
@@ -41,17 +42,19 @@ constexpr bool isFloat(DType t) { return t != DType::I32; }
 /// bf16 or f16: the types autocast runs matmul and conv in.
 constexpr bool isLowPrecision(DType t) { return t == DType::BF16 || t == DType::F16; }
 
-/// Parses "f32" / "i32" / "bf16" / "f16"; nullopt otherwise.
+/// Every element type, in documentation order.
+inline constexpr DType kDTypes[] = {DType::F32, DType::I32, DType::BF16, DType::F16};
+
+/// Parses a dtypeName; nullopt otherwise.
 inline std::optional<DType> parseDType(std::string_view s) {
-  if (s == "f32") return DType::F32;
-  if (s == "i32") return DType::I32;
-  if (s == "bf16") return DType::BF16;
-  if (s == "f16") return DType::F16;
+  for (DType t : kDTypes)
+    if (s == dtypeName(t)) return t;
   return std::nullopt;
 }
 
-/// "f32, i32, bf16 or f16": the names parseDType takes, for messages.
-constexpr const char *kDTypeNames = "f32, i32, bf16 or f16";
+/// "f32, i32, bf16 or f16": the names parseDType takes, for messages;
+/// `quote` puts each in double quotes.
+std::string dtypeNameList(bool quote = false);
 
 /// The training precisions (--precision, a model's "precision";
 /// docs/precision.md), in documentation order: fp32 (the default), tf32
@@ -60,7 +63,7 @@ constexpr const char *kDTypeNames = "f32, i32, bf16 or f16";
 inline constexpr const char *kPrecisions[] = {"fp32", "tf32", "bf16", "fp16"};
 
 /// "fp32, tf32, bf16 or fp16", for messages and help.
-inline const char *precisionList() { return "fp32, tf32, bf16 or fp16"; }
+std::string precisionList();
 
 /// Whether `name` is one of kPrecisions.
 inline bool isPrecision(std::string_view name) {

@@ -95,16 +95,18 @@ TensorType OpSchema::resultType(std::span<const TensorType> operands, const Attr
   // operand that does not fit.
   std::optional<DType> low;
   size_t lowAt = 0;
+  auto differ = [&](size_t i) {
+    return RuleError("type mismatch: " + std::string(name) + " operands '" + operandName(lowAt) +
+                     "' " + operands[lowAt].str() + " and '" + operandName(i) + "' " +
+                     operands[i].str() + " differ in precision (cast one)");
+  };
   for (size_t i = 0; i < operands.size(); ++i) {
     DType t = operands[i].dtype;
     if (!isLowPrecision(t)) continue;
     if (precision == Precision::F32Only)
       throw RuleError("type mismatch: " + std::string(name) + " computes in f32 only: operand '" + operandName(i) +
                       "' is " + operands[i].str() + " (cast it to f32)");
-    if (low && *low != t)
-      throw RuleError("type mismatch: " + std::string(name) + " operands '" + operandName(lowAt) + "' " +
-                      operands[lowAt].str() + " and '" + operandName(i) + "' " +
-                      operands[i].str() + " differ in precision (cast one)");
+    if (low && *low != t) throw differ(i);
     if (!low) low = t, lowAt = i;
   }
   if (!low) return infer(operands, attrs);
@@ -116,9 +118,7 @@ TensorType OpSchema::resultType(std::span<const TensorType> operands, const Attr
         accumulatesF32 = true;
         continue;
       }
-      throw RuleError("type mismatch: " + std::string(name) + " operands '" + operandName(lowAt) + "' " +
-                      operands[lowAt].str() + " and '" + operandName(i) + "' " +
-                      operands[i].str() + " differ in precision (cast one)");
+      throw differ(i);
     }
     if (asF32[i].dtype == *low) asF32[i].dtype = DType::F32;
   }

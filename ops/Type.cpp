@@ -1,7 +1,19 @@
 //===- ops/Type.cpp - tensor types --------------------------------------===//
 #include "ops/Type.h"
 
+#include <iterator>
+
 namespace mpc::ops {
+
+std::string dtypeNameList(bool quote) {
+  std::vector<std::string> names;
+  for (DType t : kDTypes) names.push_back(quote ? "\"" + std::string(dtypeName(t)) + "\"" : dtypeName(t));
+  return choiceText(names);
+}
+
+std::string precisionList() {
+  return choiceText({std::begin(kPrecisions), std::end(kPrecisions)});
+}
 
 std::string rankLimitText(size_t rank) {
   return "rank " + std::to_string(rank) + " exceeds the limit of " + std::to_string(kMaxRank) +

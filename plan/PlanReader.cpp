@@ -141,7 +141,7 @@ public:
   DType dtype(const json &j, const std::string &ptr) const {
     std::string s = str(j, ptr);
     if (auto t = ops::parseDType(s)) return *t;
-    fail(ptr, "unknown dtype '" + s + "' (expected " + ops::kDTypeNames + ")");
+    fail(ptr, "unknown dtype '" + s + "' (expected " + ops::dtypeNameList() + ")");
   }
   std::vector<int64_t> shape(const json &j, const std::string &ptr) const {
     array(j, ptr);

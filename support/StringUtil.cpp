@@ -93,6 +93,13 @@ std::string escapeForMessage(std::string_view text) {
   return out;
 }
 
+std::string choiceText(const std::vector<std::string> &choices) {
+  std::string s;
+  for (size_t i = 0; i < choices.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
+  return s;
+}
+
 std::string joinText(const std::vector<std::string> &parts, std::string_view separator) {
   std::string s;
   for (size_t i = 0; i < parts.size(); ++i) {

@@ -30,6 +30,9 @@ std::string hex64(uint64_t v);
 /// "a, b, c": `parts` joined by `separator`, as lists in messages read.
 std::string joinText(const std::vector<std::string> &parts, std::string_view separator = ", ");
 
+/// "a, b or c": the choices a message offers.
+std::string choiceText(const std::vector<std::string> &choices);
+
 /// Levenshtein distance (insertions, deletions, substitutions).
 size_t editDistance(std::string_view a, std::string_view b);
 
