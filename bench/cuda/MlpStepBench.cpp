@@ -11,7 +11,10 @@
 //     and its achieved TFLOP/s counting the plan's matmul FLOPs;
 //   * the sum of every instruction's kernel time measured in isolation, and
 //     the runtime's overhead: step time minus that sum.
-// Defaults: 4 x 4096, batch 2048, 20 steps.
+// Defaults: 4 x 4096, batch 2048, 20 steps. Then a launch-bound model (24 x
+// 128, batch 32: hundreds of microsecond kernels), its step launched kernel
+// by kernel against replayed as a CUDA graph (--cuda-graphs) in the same
+// run, with the ratio and whether the two runs' losses agree bit for bit.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Compile.h"
@@ -128,10 +131,14 @@ double cublasRate(int m, int n, int k, bool tf32) {
   return 2.0 * m * n * k * reps / (double(ms) * 1e-3) / 1e12;
 }
 
-void runConfig(const Config &c, const plan::Plan &p, bool tf32) {
-  double ceiling = cublasRate(c.batch, c.width, c.width, tf32);
-  cuda::CudaOptions opts;
-  opts.allowTf32 = tf32;
+struct Timed {
+  double stepMs;
+  float first, last; ///< losses after the warm-up and at the end
+};
+
+/// c.steps steps after 3 warm-up ones, timed on the host clock with one sync.
+Timed timeSteps(const Config &c, const plan::Plan &p, const cuda::CudaOptions &opts,
+                std::vector<float> *kernelMs) {
   cuda::CudaRun run = cuda::prepareCudaRun(p, opts);
   std::shared_ptr<cuda::CudaRunInfo> info = run.info;
   Executor exec(p, run.factory, std::move(run.transport));
@@ -150,7 +157,16 @@ void runConfig(const Config &c, const plan::Plan &p, bool tf32) {
   double stepMs =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
       c.steps;
-  std::vector<float> kernelMs = info->backends[0]->timeKernels(5);
+  if (kernelMs) *kernelMs = info->backends[0]->timeKernels(5);
+  return {stepMs, first, last};
+}
+
+void runConfig(const Config &c, const plan::Plan &p, bool tf32) {
+  double ceiling = cublasRate(c.batch, c.width, c.width, tf32);
+  cuda::CudaOptions opts;
+  opts.allowTf32 = tf32;
+  std::vector<float> kernelMs;
+  auto [stepMs, first, last] = timeSteps(c, p, opts, &kernelMs);
   double kernelSum = 0;
   for (float ms : kernelMs) kernelSum += ms;
   double flops = matmulFlops(p);
@@ -165,6 +181,25 @@ void runConfig(const Config &c, const plan::Plan &p, bool tf32) {
               "%.3f ms/step (%.1f%%)\n",
               tf32 ? "TF32" : "FP32", kernelSum, kernelMs.size(), stepMs - kernelSum,
               100.0 * (stepMs - kernelSum) / stepMs);
+}
+
+/// The launch-bound model, launched and replayed, three rounds in turns.
+void runGraphs(const Config &c) {
+  plan::Plan p = compile(c);
+  std::printf("  [graphs] MLP %d x %d, batch %d: %zu instructions per step\n", c.layers, c.width,
+              c.batch, p.devices[0].instrs.size());
+  cuda::CudaOptions launched, graphs;
+  graphs.cudaGraphs = true;
+  for (int round = 0; round < 3; ++round) {
+    Timed a = timeSteps(c, p, launched, nullptr);
+    Timed b = timeSteps(c, p, graphs, nullptr);
+    bool same = std::memcmp(&a.last, &b.last, sizeof a.last) == 0 &&
+                std::memcmp(&a.first, &b.first, sizeof a.first) == 0;
+    std::printf("  [graphs] round %d: launched %.3f ms/step, graphs %.3f ms/step, "
+                "launched/graphs %.2f; losses %s\n",
+                round + 1, a.stepMs, b.stepMs, a.stepMs / b.stepMs,
+                same ? "bit-identical" : "DIFFER");
+  }
 }
 
 } // namespace
@@ -198,6 +233,12 @@ int main(int argc, char **argv) {
     std::printf("  GPU 0: %s\n", prop.name);
     runConfig(c, p, false);
     runConfig(c, p, true);
+    Config small;
+    small.layers = 24;
+    small.width = 128;
+    small.batch = 32;
+    small.steps = 200;
+    runGraphs(small);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "mpc-bench-cuda: %s\n", e.what());
     return 1;

@@ -18,7 +18,8 @@
 // How `mpc run` uses it (tools/mpc/RunCommand.cpp, under MPC_HAVE_CUDA):
 //
 //   if (cuda::planUsesGpu(plan)) {
-//     cuda::CudaOptions opts = cuda::parseCudaOptions(deviceMap, transport, allowTf32);
+//     cuda::CudaOptions opts =
+//         cuda::parseCudaOptions(deviceMap, transport, allowTf32, cudaGraphs);
 //     cuda::CudaRun run = cuda::prepareCudaRun(plan, opts); // UserError if no GPU
 //     Executor exec(plan, std::move(run.factory), std::move(run.transport));
 //     ...
@@ -77,6 +78,14 @@ struct CudaOptions {
   /// Lets cuBLAS use TF32 tensor cores for matmul (CUBLAS_TF32_TENSOR_OP_MATH):
   /// several times faster on Ampere and later, about 1e-3 relative error.
   bool allowTf32 = false;
+  /// `mpc run --cuda-graphs`: each run of two or more consecutive kernel
+  /// instructions of a device's list (a whole step on one GPU; the work
+  /// between transfers in a pipeline) is captured once into a CUDA graph and
+  /// replayed every step, one launch instead of one per kernel. The plan is
+  /// static, so every pointer and size is fixed; the step number, the one
+  /// thing that changes, reaches dropout on the device (the DataError
+  /// record). Results are bit-identical to launching the kernels one by one.
+  bool cudaGraphs = false;
 };
 
 /// True when the CUDA runtime finds at least one GPU; otherwise false and
@@ -96,9 +105,9 @@ std::map<std::string, int> parseDeviceMap(const std::string &text);
 /// Parses "peer" / "nccl"; throws UserError (also for nccl in a build without
 /// NCCL).
 TransportKind parseTransport(const std::string &text);
-/// The three `mpc run` flags in one go (empty strings mean the defaults).
+/// The four `mpc run` flags in one go (empty strings mean the defaults).
 CudaOptions parseCudaOptions(const std::string &deviceMap, const std::string &transport,
-                             bool allowTf32);
+                             bool allowTf32, bool cudaGraphs = false);
 
 /// The physical GPU of every device of `plan` (-1 for cpu:N devices). Throws
 /// UserError "plan uses gpu:0 but no CUDA device is visible", or names the

@@ -190,7 +190,7 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
   pinned_.assign(prog.instrs.size(), nullptr);
 
   KernelContext ctx{stream_, cublas_, reinterpret_cast<float *>(base + scratchAt),
-                    DataErrorSink{dataError_, 0}, &step_, plan.seed};
+                    DataErrorSink{dataError_, 0}, plan.seed};
   actions_.clear();
   shadowBuffers_.clear();
   for (size_t i = 0; i < prog.instrs.size(); ++i) {
@@ -287,6 +287,11 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
     }
     actions_.push_back(std::move(a));
   }
+  if (options_.cudaGraphs) {
+    std::vector<bool> isKernel;
+    for (const Action &a : actions_) isKernel.push_back(a.kind == plan::InstrKind::Kernel);
+    graphs_.plan(isKernel);
+  }
 }
 
 void CudaBackend::upload(uint32_t id, const void *src, size_t bytes) {
@@ -370,8 +375,12 @@ std::vector<float> CudaBackend::timeKernels(int reps) {
   return ms;
 }
 
+void CudaBackend::launchKernel(size_t i) {
+  actions_[i].launch();
+  launchCheck(actions_[i].op);
+}
+
 void CudaBackend::runStep(Transport &transport, int64_t step) {
-  step_ = step;
   cudaCheck(cudaSetDevice(gpu_), "cudaSetDevice");
   launchBeginStep(dataError_, step, stream_);
   launchCheck("the step's start");
@@ -380,11 +389,23 @@ void CudaBackend::runStep(Transport &transport, int64_t step) {
   if (timed) cudaCheck(cudaEventRecord(timeStart_, stream_), "cudaEventRecord");
   if (tracing_) cudaCheck(cudaEventRecord(traceEvents_[0], stream_), "cudaEventRecord");
   for (size_t i = 0; i < actions_.size(); ++i) {
+    if (const size_t end = options_.cudaGraphs ? graphs_.runEnd(i) : i; end > i) {
+      // Tracing is refused with graphs, so no event is due inside the run.
+      graphs_.launch(
+          i, stream_, [this](size_t k) { launchKernel(k); },
+          [&] {
+            return where(i) + " to " + std::to_string(end - 1) + " (" + actions_[i].op + " to " +
+                   actions_[end - 1].op + ")";
+          });
+      stats_.kernels += end - i;
+      stats_.instructions += end - i;
+      i = end - 1;
+      continue;
+    }
     Action &a = actions_[i];
     switch (a.kind) {
     case plan::InstrKind::Kernel:
-      a.launch();
-      launchCheck(a.op);
+      launchKernel(i);
       ++stats_.kernels;
       break;
     case plan::InstrKind::Send:
@@ -442,6 +463,10 @@ void CudaBackend::runStep(Transport &transport, int64_t step) {
 }
 
 void CudaBackend::setTracing(bool on) {
+  if (on && options_.cudaGraphs)
+    throw UserError("", deviceName_,
+                    "cannot trace a step run as CUDA graphs: the trace times every instruction, "
+                    "a graph replays them as one (run without --cuda-graphs)");
   if (on && !traceRef_) {
     cudaCheck(cudaSetDevice(gpu_), "cudaSetDevice");
     cudaCheck(cudaEventCreate(&traceRef_), "cudaEventCreate");

@@ -5,8 +5,9 @@
 // laid out as [persistent | arena | staging | scratch | cuBLAS workspace |
 // bad-data record (DataError, kernels/Kernels.h)], and the device's
 // instruction list resolved to closures at load. runStep only enqueues work
-// (see CudaBackend.h); upload and download are the only places that touch
-// host memory.
+// (see CudaBackend.h), its runs of kernels as CUDA graphs under
+// --cuda-graphs (CudaGraphs.h); upload and download are the only places
+// that touch host memory.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -14,6 +15,7 @@
 #include "runtime/Backend.h"
 #include "runtime/Collective.h"
 #include "runtime/cuda/CudaBackend.h"
+#include "runtime/cuda/CudaGraphs.h"
 #include "runtime/cuda/kernels/CudaKernels.h"
 
 #include <cublas_v2.h>
@@ -46,7 +48,8 @@ public:
   /// the event before it to its own, in the stream's time (the GPU's, not
   /// the host's enqueueing). takeSpans waits for the step's last event and
   /// converts: a reference event, recorded once on an idle stream when
-  /// tracing starts, is paired with the host's clock then.
+  /// tracing starts, is paired with the host's clock then. Refused (UserError)
+  /// under --cuda-graphs, whose replays have no events between kernels.
   void setTracing(bool on) override;
   void takeSpans(std::vector<InstrSpan> &out) override;
 
@@ -61,6 +64,8 @@ public:
   /// milliseconds per launch; 0 for sends and receives. For benchmarks: it
   /// runs kernels outside a step, so optimizer updates change the params.
   std::vector<float> timeKernels(int reps);
+  /// Runs of kernels a step launches as CUDA graphs (0 without --cuda-graphs).
+  size_t graphRuns() const { return options_.cudaGraphs ? graphs_.runs() : 0; }
   /// Start/end events of the last step (timing enabled), or null.
   cudaEvent_t stepStart() const { return timedSteps_ ? timeStart_ : nullptr; }
   cudaEvent_t stepEnd() const { return timedSteps_ ? timeEnd_ : nullptr; }
@@ -84,6 +89,8 @@ private:
   };
   /// Throws the UserError of bad data a kernel recorded (see DataError).
   void checkErrorFlag();
+  /// Enqueues kernel instruction i on the stream.
+  void launchKernel(size_t i);
   std::string where(size_t instr) const;
   /// where() plus the kernel instruction's op and node.
   std::string whereKernel(size_t instr) const;
@@ -97,13 +104,13 @@ private:
   cublasHandle_t cublas_ = nullptr;
   void *block_ = nullptr;
   DataError *dataError_ = nullptr; ///< the bad-data record, in the block's last slot
-  int64_t step_ = 0; ///< the running step's number (KernelContext::step points here)
   std::vector<const plan::Buffer *> buffers_;
   /// The f32 descriptions of bf16 and f16 buffers that kernels see through
   /// staging (load); a deque, so the kernels' pointers stay valid.
   std::deque<plan::Buffer> shadowBuffers_;
   std::vector<void *> ptrs_;
   std::vector<Action> actions_;
+  KernelGraphs graphs_; ///< --cuda-graphs
   std::vector<void *> pinned_;            ///< host-path bounce buffers
   std::vector<void *> uploadPinned_;      ///< per buffer, from its second upload on
   std::vector<cudaEvent_t> uploadEvents_; ///< per buffer: its last pinned upload

@@ -105,11 +105,12 @@ TransportKind parseTransport(const std::string &text) {
 }
 
 CudaOptions parseCudaOptions(const std::string &deviceMap, const std::string &transport,
-                             bool allowTf32) {
+                             bool allowTf32, bool cudaGraphs) {
   CudaOptions o;
   o.deviceMap = parseDeviceMap(deviceMap);
   o.transport = parseTransport(transport);
   o.allowTf32 = allowTf32;
+  o.cudaGraphs = cudaGraphs;
   return o;
 }
 

@@ -29,7 +29,7 @@
 namespace mpc::runtime::cuda {
 
 /// Bumped when PluginApi or the meaning of its arguments changes.
-inline constexpr int kPluginAbiVersion = 1;
+inline constexpr int kPluginAbiVersion = 2;
 
 /// Sizes of the types that cross the boundary, so that a module built
 /// against other headers is refused rather than misread.
@@ -41,7 +41,8 @@ inline constexpr unsigned long long kPluginLayout =
 /// of prepareCudaRun (CudaBackend.h) in one call.
 using PrepareRunFn = CudaRun (*)(const plan::Plan &plan, const std::string &deviceMap,
                                  const std::string &transport, bool allowTf32,
-                                 const std::vector<int> &rankOf, job::ProcessGroup &group);
+                                 bool cudaGraphs, const std::vector<int> &rankOf,
+                                 job::ProcessGroup &group);
 
 struct PluginApi {
   int abiVersion;

@@ -14,9 +14,9 @@ namespace mpc::runtime::cuda {
 namespace {
 
 CudaRun prepareRun(const plan::Plan &plan, const std::string &deviceMap,
-                   const std::string &transport, bool allowTf32, const std::vector<int> &rankOf,
-                   job::ProcessGroup &group) {
-  CudaOptions options = parseCudaOptions(deviceMap, transport, allowTf32);
+                   const std::string &transport, bool allowTf32, bool cudaGraphs,
+                   const std::vector<int> &rankOf, job::ProcessGroup &group) {
+  CudaOptions options = parseCudaOptions(deviceMap, transport, allowTf32, cudaGraphs);
   return prepareCudaRun(plan, options, rankOf, group);
 }
 

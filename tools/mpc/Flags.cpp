@@ -103,6 +103,11 @@ CLI::App *addRunFlags(CLI::App &app, RunArgs &args) {
                   "CUDA: how data moves between GPUs: peer (default) or nccl");
   cmd->add_flag("--allow-tf32", args.allowTf32,
                 "CUDA: let cuBLAS use TF32 tensor cores for matmul (faster, ~1e-3 error)");
+  cmd->add_flag("--cuda-graphs", args.cudaGraphs,
+                "CUDA: capture each device's runs of kernels (a whole step on one GPU; the "
+                "work between transfers in a pipeline) once as CUDA graphs and replay them "
+                "every step: fewer launches, the same results bit for bit. An error for a "
+                "plan without gpu devices, and with --trace or --profile");
   cmd->add_option("--threads", args.train.threads,
                   "CPU runtime: threads that run this process's devices (default: one per "
                   "device, at most the cores this process may use, and one for a plan that "
@@ -129,6 +134,12 @@ void finishRunFlags(const CLI::App &cmd, RunArgs &args) {
   // Here, not only in the CUDA runtime: a CPU plan never reaches it.
   std::string problem = runtime::cuda::transportNameProblem(args.transport);
   if (!problem.empty()) throw UserError("", "--transport", problem);
+  for (const char *timing : {"--trace", "--profile"})
+    if (args.cudaGraphs && given(timing))
+      throw UserError("", "--cuda-graphs",
+                      std::string("cannot be used with ") + timing +
+                          ", which times every instruction: a graph replays its kernels as one "
+                          "launch (run without --cuda-graphs to trace or profile)");
 }
 
 CLI::App *addCompileFlags(CLI::App &app, CompileArgs &args) {

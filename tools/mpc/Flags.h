@@ -34,14 +34,16 @@ struct RunArgs {
   std::string backend = "auto"; ///< auto, cpu, cuda
   std::string deviceMap, transport;
   bool allowTf32 = false;
+  bool cudaGraphs = false;
   bool saveGiven = false; ///< --save, even as "" (which is refused)
 };
 
 /// Declares `mpc run` and its flags on `app`; returns the subcommand.
 CLI::App *addRunFlags(CLI::App &app, RunArgs &args);
 /// After a parse that selected `cmd` (addRunFlags'): notes which flags were
-/// given (--shuffle, --seed, --save), refuses an empty --init or --resume
-/// and an unknown --transport. Throws UserError naming the flag.
+/// given (--shuffle, --seed, --save), refuses an empty --init or --resume,
+/// an unknown --transport and --cuda-graphs with --trace or --profile.
+/// Throws UserError naming the flag.
 void finishRunFlags(const CLI::App &cmd, RunArgs &args);
 
 /// `mpc compile`'s flags.

@@ -6,6 +6,8 @@
 //           [--save out.safetensors [--save-every K | --save-params-only]]
 //           [--output z2=pred.npy] [--log-every K] [--print-params]
 //           [--rank-map cpu:0=0,cpu:1=1]
+//           [--backend auto|cpu|cuda] [--device-map ...] [--transport peer|nccl]
+//           [--allow-tf32] [--cuda-graphs]
 //
 // Takes the parsed flags (Flags.h) and the trainer's options in them
 // (runtime/train/Trainer.h), joins the job (one process, or the ranks
@@ -53,6 +55,15 @@ train::ExecutorMaker executorMaker(const RunArgs &args) {
       throw runtime::job::AgreedError("", "--device-map",
                                       "the plan has no gpu device to map (devices: " +
                                           plan::deviceList(p) + ")");
+    if (!gpu && args.cudaGraphs)
+      throw runtime::job::AgreedError("", "--cuda-graphs",
+                                      "the plan has no gpu device: CUDA graphs replay GPU "
+                                      "kernels (devices: " +
+                                          plan::deviceList(p) + ")");
+    if (args.cudaGraphs && args.backend == "cpu")
+      throw runtime::job::AgreedError("", "--cuda-graphs",
+                                      "needs the CUDA runtime: --backend cpu runs the plan's "
+                                      "gpu devices on the CPU");
 #ifdef MPC_HAVE_CUDA
     if (args.backend == "cuda" || (args.backend == "auto" && gpu)) {
       // Loaded here, not at start: a CPU run never maps the CUDA libraries.
@@ -60,7 +71,7 @@ train::ExecutorMaker executorMaker(const RunArgs &args) {
       runtime::cuda::CudaRun run;
       try {
         run = cuda.prepareRun(p, args.deviceMap, args.transport, args.allowTf32,
-                              placement.rankOf, group);
+                              args.cudaGraphs, placement.rankOf, group);
       } catch (const UserError &e) {
         // Name the plan the CUDA runtime refused (flag errors name the flag).
         if (!e.file().empty() || e.where().rfind("--", 0) == 0) throw;
@@ -75,8 +86,9 @@ train::ExecutorMaker executorMaker(const RunArgs &args) {
 #else
     if (args.backend == "cuda")
       throw UserError("", "--backend", "this mpc was built without the CUDA runtime");
-    if (!args.deviceMap.empty() || !args.transport.empty() || args.allowTf32)
-      throw UserError("", "--device-map/--transport/--allow-tf32",
+    if (!args.deviceMap.empty() || !args.transport.empty() || args.allowTf32 ||
+        args.cudaGraphs)
+      throw UserError("", "--device-map/--transport/--allow-tf32/--cuda-graphs",
                       "this mpc was built without the CUDA runtime");
     if (gpu && group.rank() == 0)
       std::cerr << "mpc run: note: this mpc has no CUDA runtime; the plan's gpu devices run on "
@@ -127,7 +139,8 @@ void run(RunArgs &args) {
   args.train.agreeAlso = {{"--backend", args.backend},
                           {"--device-map", args.deviceMap},
                           {"--transport", args.transport},
-                          {"--allow-tf32", args.allowTf32 ? "on" : "off"}};
+                          {"--allow-tf32", args.allowTf32 ? "on" : "off"},
+                          {"--cuda-graphs", args.cudaGraphs ? "on" : "off"}};
   train::Trainer trainer(args.train, *group, executorMaker(args), std::cout, std::cerr);
   runtime::job::runOrEndJob(
       *group, "mpc run",

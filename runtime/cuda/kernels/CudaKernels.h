@@ -31,9 +31,9 @@ struct KernelContext {
   cublasHandle_t cublas = nullptr;
   float *scratch = nullptr; ///< scratch of the launches (max over the device's instructions)
   /// Where kernels that index with data report a bad index: the device's
-  /// DataError record and the instruction being prepared.
+  /// DataError record and the instruction being prepared. The record also
+  /// holds the running step's number, which dropout reads on the device.
   DataErrorSink dataError;
-  const int64_t *step = nullptr; ///< the running step's number, read at enqueue (dropout)
   uint64_t seed = 0;             ///< the plan's seed (dropout)
 };
 

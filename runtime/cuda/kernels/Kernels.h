@@ -56,7 +56,8 @@ struct DataError {
   unsigned long long what;
   /// The bound of the valid range of the first finding.
   long long bound;
-  /// The step being run, counted from 1 since load (launchBeginStep).
+  /// The step being run, the executor's number (launchBeginStep): dropout
+  /// keys its masks by it, read here on the device.
   long long step;
 };
 /// What a launcher reports bad data to: the record and its instruction.

@@ -7,14 +7,18 @@
 // relative. A wider model prints an events-based overlap measurement (per
 // device busy time against the wall time of a step); the figures depend on
 // the machine, so only their consistency is asserted (each device's span
-// inside the step's, the step's inside the host's). Skips, saying so,
-// without a GPU.
+// inside the step's, the step's inside the host's). With --cuda-graphs
+// (CudaOptions::cudaGraphs) every step equals the one-by-one launches' bit
+// for bit, dropout's per-step masks included. Skips, saying so, without a
+// GPU.
 //
 //===----------------------------------------------------------------------===//
 #include "test/unit/runtime_cuda/CudaTestUtil.h"
 
 #include "compiler/Compile.h"
 #include "runtime/Executor.h"
+#include "runtime/cuda/CudaDevice.h"
+#include "support/Error.h"
 #include "test/unit/SeedModel.h"
 
 #include <gtest/gtest.h>
@@ -92,8 +96,22 @@ const char *kCnnJson = R"json({
   "optimizer": {"sgd": {"lr": 0.05, "momentum": 0.9}}
 })json";
 
-std::string mlpJson(int width, int batch) {
+std::string mlpJson(int width, int batch, bool dropout = false) {
   std::string s = kMlpTemplate;
+  if (dropout) {
+    // r0 -> d0 (p 0.25) -> h1, r1 -> d1 (p 0.5) -> h2: masks that change each step.
+    for (auto [from, to] : {std::pair<std::string, std::string>{
+                                R"("inputs": ["r0", "w1"])",
+                                R"("inputs": ["d0", "w1"])"},
+                            {R"("inputs": ["r1", "w2"])", R"("inputs": ["d1", "w2"])"},
+                            {R"({"name": "h1",)",
+                             R"({"name": "d0", "op": "dropout", "inputs": ["r0"], "attrs": {"p": 0.25}, "device": "stage0"},
+    {"name": "h1",)"},
+                            {R"({"name": "h2",)",
+                             R"({"name": "d1", "op": "dropout", "inputs": ["r1"], "attrs": {"p": 0.5}, "device": "stage1"},
+    {"name": "h2",)"}})
+      s.replace(s.find(from), from.size(), to);
+  }
   for (auto [key, value] : {std::pair<std::string, int>{"WIDTH", width}, {"BATCH", batch}})
     for (size_t at; (at = s.find(key)) != std::string::npos;)
       s.replace(at, key.size(), std::to_string(value));
@@ -104,6 +122,9 @@ plan::Plan compileFor(const std::string &json, std::vector<std::string> devices,
                       int64_t microbatches = 1, const std::string &schedule = "1f1b",
                       int64_t replicas = 1, int zero = 0) {
   passes::PassOptions options;
+  // One device: every stage of the three-stage models on it.
+  if (devices.size() == 1)
+    for (const char *stage : {"stage0", "stage1", "stage2"}) options.groupMap[stage] = devices[0];
   options.devices = std::move(devices);
   options.microbatches = microbatches;
   options.schedule = schedule;
@@ -214,7 +235,8 @@ void trainBothAndCompare(const std::string &json, int steps, const CudaOptions *
 // not the test's.
 TEST(CudaTrainingSetup, ModelsCompileForThreeGpuDevicesAndTrainOnTheCpuRuntime) {
   for (const std::string &json :
-       {std::string(test::seedModelJson()), mlpJson(96, 64), std::string(kCnnJson)}) {
+       {std::string(test::seedModelJson()), mlpJson(96, 64), std::string(kCnnJson),
+        mlpJson(96, 64, /*dropout=*/true)}) {
     plan::Plan p = compileFor(json, {"gpu:0", "gpu:1", "gpu:2"}, /*microbatches=*/4);
     ASSERT_EQ(p.devices.size(), 3u);
     EXPECT_TRUE(planUsesGpu(p));
@@ -223,6 +245,11 @@ TEST(CudaTrainingSetup, ModelsCompileForThreeGpuDevicesAndTrainOnTheCpuRuntime) 
     ASSERT_GE(t.losses.size(), 2u);
     EXPECT_LT(t.losses.back(), t.losses.front()) << p.model;
   }
+  // The graphs test's one-device plan: every stage on gpu:0, no transfers.
+  plan::Plan one = compileFor(mlpJson(96, 64, true), {"gpu:0"});
+  ASSERT_EQ(one.devices.size(), 1u);
+  for (const plan::Instr &in : one.devices[0].instrs)
+    EXPECT_EQ(in.kind, plan::InstrKind::Kernel) << in.op;
 }
 
 TEST(CudaTraining, SeedModelOnThreeDevicesMatchesCpuRuntime) {
@@ -363,6 +390,80 @@ TEST(CudaTraining, TracedStepsRecordEveryInstructionOnTheStreamsClock) {
   std::vector<InstrSpan> none;
   exec.takeSpans(0, none);
   EXPECT_TRUE(none.empty()) << "tracing off records nothing";
+}
+
+/// `steps` steps of `p` on GPU 0 (every logical device mapped there), with
+/// or without CUDA graphs; `runs`: the graph runs each device launches.
+Trained trainOnGpu0(const plan::Plan &p, bool graphs, int steps, std::vector<size_t> *runs) {
+  CudaOptions o = allOnGpu0(p);
+  o.cudaGraphs = graphs;
+  CudaRun run = prepareCudaRun(p, o);
+  std::shared_ptr<CudaRunInfo> info = run.info;
+  Executor exec(p, run.factory, std::move(run.transport));
+  Trained t = train(exec, makeBatches(p, 3), steps);
+  if (runs)
+    for (CudaBackend *b : info->backends) runs->push_back(b ? b->graphRuns() : 0);
+  return t;
+}
+
+void expectBitIdentical(const plan::Plan &p, const Trained &a, const Trained &b) {
+  ASSERT_EQ(a.params.size(), b.params.size());
+  for (size_t k = 0; k < a.params.size(); ++k) {
+    ASSERT_EQ(a.params[k].size(), b.params[k].size());
+    EXPECT_EQ(std::memcmp(a.params[k].data(), b.params[k].data(), a.params[k].size() * 4), 0)
+        << "param '" << p.params[k].name << "'";
+  }
+  ASSERT_EQ(a.losses.size(), b.losses.size());
+  for (size_t i = 0; i < a.losses.size(); ++i)
+    EXPECT_EQ(std::memcmp(&a.losses[i], &b.losses[i], 4), 0) << "loss " << i;
+}
+
+// --cuda-graphs: one device's step is one graph; in a pipeline the work
+// between transfers is. Dropout's masks depend on the step, which a graph
+// captured in step 1 must still see change (it is read on the device), so
+// replayed steps equal launched ones bit for bit, and equal the CPU
+// runtime's within the kernels' tolerance.
+TEST(CudaGraphs, ReplayedStepsEqualLaunchedStepsBitForBit) {
+  MPC_REQUIRE_GPU();
+  struct Case {
+    std::vector<std::string> devices;
+    int64_t microbatches;
+    const char *schedule;
+  };
+  for (const Case &c : {Case{{"gpu:0"}, 1, "1f1b"}, Case{{"gpu:0", "gpu:1", "gpu:2"}, 4, "1f1b"},
+                        Case{{"gpu:0", "gpu:1", "gpu:2"}, 4, "zb-h2"}}) {
+    SCOPED_TRACE(std::to_string(c.devices.size()) + " devices, " + c.schedule);
+    plan::Plan p = compileFor(mlpJson(96, 64, /*dropout=*/true), c.devices, c.microbatches,
+                              c.schedule);
+    std::vector<size_t> runs;
+    Trained graphs = trainOnGpu0(p, true, 12, &runs);
+    Trained launched = trainOnGpu0(p, false, 12, nullptr);
+    expectBitIdentical(p, graphs, launched);
+    ASSERT_EQ(runs.size(), p.devices.size());
+    for (size_t d = 0; d < runs.size(); ++d) EXPECT_GE(runs[d], 1u) << p.devices[d].device;
+    if (c.devices.size() == 1) {
+      EXPECT_EQ(runs[0], 1u) << "one device without transfers: the whole step is one graph";
+    }
+    Executor cpuExec(p);
+    expectSameParams(p, graphs, train(cpuExec, makeBatches(p, 3), 12));
+  }
+}
+
+TEST(CudaGraphs, TracingIsRefused) {
+  MPC_REQUIRE_GPU();
+  plan::Plan p = compileFor(mlpJson(32, 16), {"gpu:0"});
+  CudaOptions o = allOnGpu0(p);
+  o.cudaGraphs = true;
+  CudaRun run = prepareCudaRun(p, o);
+  Executor exec(p, run.factory, std::move(run.transport));
+  try {
+    exec.setTracing(true);
+    FAIL() << "tracing a graph-replayed step was accepted";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("cannot trace a step run as CUDA graphs"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 } // namespace
