@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """The fused attention op against the unfused chain, on a GPT training step.
 
-Writes the GPT of examples/gpt/make_model.py with attention dropout off (so
-that the fuse-attention pass fuses; defaults: 4 blocks, d 128, 4 heads,
-context 128, batch 16), compiles it twice on --devices devices with
---microbatches, once with --fuse-attention (attention fused) and once
-without (matmul -> scale -> causal_mask -> softmax -> matmul), and times `mpc run` for N/5 and N steps of each, in
+Writes the GPT of examples/gpt/make_model.py (defaults: 4 blocks, d 128, 4
+heads, context 128, batch 16, attention dropout 0; --dropout P after `--`
+changes it), compiles it twice on --devices devices with --microbatches,
+once as mpc compiles by default (attention fused) and once with
+--no-fuse-attention (matmul -> scale -> causal_mask -> softmax [-> dropout]
+-> matmul), and times `mpc run` for N/5 and N steps of each, in
 turn: the difference of the wall times over the difference of the step
 counts is the step time, start-up cancelled out. Prints each variant's
 median step time over REPS repetitions, the ratio unfused / fused of each
@@ -59,12 +60,13 @@ def main():
              "--batch", "16"]
     subprocess.run([sys.executable, os.path.join(GPT, "make_model.py"), "--vocab", "113",
                     "--devices", str(args.devices), "--dropout", "0", "-o", model] + shape + rest,
-                   check=True)
+                   check=True)  # a --dropout in `rest` comes later and wins
     m = ["--microbatches", str(args.microbatches)]
     plans = {"fused": os.path.join(work, "fused.bin"), "unfused": os.path.join(work, "unfused.bin")}
     peaks = {}
-    peaks["fused"], n = compile_plan(args.mpc, model, plans["fused"], m + ["--fuse-attention"])
-    peaks["unfused"], _ = compile_plan(args.mpc, model, plans["unfused"], m)
+    peaks["fused"], n = compile_plan(args.mpc, model, plans["fused"], m)
+    peaks["unfused"], _ = compile_plan(args.mpc, model, plans["unfused"],
+                                       m + ["--no-fuse-attention"])
     context = int(shape[shape.index("--context") + 1])
     n2, n1 = args.steps, max(1, args.steps // 5)
     rng = np.random.default_rng(0)

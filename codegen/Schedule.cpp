@@ -228,8 +228,8 @@ void scheduleInstructions(LoweringState &st) {
       in.kind = plan::InstrKind::Kernel;
       in.op = n->info().name;
       in.attrs = n->attrs; // one attribute type (ops/Attribute.h)
-      // A dropout's mask stream is its node's name unless it names another.
-      if (n->isOp(ir::OpKind::Dropout)) in.attrs["key"] = ir::dropoutKeyName(*n);
+      // A dropout mask's stream is its node's name unless it names another.
+      if (n->info().drawsMask(n->attrs)) in.attrs["key"] = ir::dropoutKeyName(*n);
       for (const ir::Node *operand : n->inputs) {
         const ValueSlot &s = st.slotOf(operand);
         MPC_ASSERT(s.device == out.device, "operand of '" + n->name + "' on another device");

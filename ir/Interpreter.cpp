@@ -109,8 +109,8 @@ Interpreter::step(const std::map<std::string, RefTensor> &inputs) {
       operands.reserve(n->inputs.size());
       for (const Node *in : n->inputs) operands.push_back(slot.at(in));
       RefTensor &out = values[n->name] = RefTensor(n->type.shape);
-      if (n->op == OpKind::Dropout) {
-        // The run's context, which a plan's runtime supplies (ir/ops/Random.cpp).
+      if (n->info().drawsMask(n->attrs)) {
+        // The run's context, which a plan's runtime supplies (ops/DropoutMask.h).
         AttrMap attrs = n->attrs;
         attrs["key"] = dropoutKeyName(*n);
         attrs["seed"] = int64_t(seed_);

@@ -113,6 +113,18 @@ struct OpSchema {
   /// test/unit/runtime/KernelTest.cpp, CudaKernelAlias in
   /// test/unit/runtime_cuda/CudaKernelTest.cpp) prove it on every op case.
   std::vector<int> inPlaceOperands;
+  /// Ops that draw a dropout mask (ops/DropoutMask.h: its attributes key,
+  /// offset, parts, part, inner): the attribute holding the probability of
+  /// dropping (an op whose probability is 0 draws nothing), and the shape
+  /// of the tensor the mask covers (dropout: x; attention: its
+  /// probabilities [..., T, S]). Micro-batching sets each part's offset
+  /// from it, and the runtimes give such ops the run's seed and step.
+  struct MaskRule {
+    const char *probability = nullptr;
+    Shape (*covers)(std::span<const TensorType> operands) = nullptr;
+  } mask;
+  /// Whether a node with these attributes draws a dropout mask.
+  bool drawsMask(const AttrMap &attrs) const;
 
   /// The result type of the op over `operands`: `infer`, with the float
   /// types checked against `precision` first. Throws RuleError naming the

@@ -8,13 +8,14 @@
 // mask. One device against N, pipelined against not, CPU against CUDA, and a
 // resumed run against an uninterrupted one all draw the same masks.
 //
-// Attributes beyond p say which mask: `key` names the stream (empty: the
-// node's own name, which the interpreter and codegen substitute, and which
-// the gradient rule writes out so the backward node shares it), `offset` is
-// the index of x's first element in the whole batch (micro-batching sets it
-// for each micro-batch's copy). The run's seed and step come from the
-// runtime (the interpreter passes them as the attributes `seed` and `step`
-// to the reference kernel).
+// Attributes beyond p say which mask (ops/DropoutMask.h, shared with
+// attention's dropout): `key` names the stream (empty: the node's own name,
+// which the interpreter and codegen substitute, and which the gradient rule
+// writes out so the backward node shares it), `offset` is the index of x's
+// first element in the whole batch (micro-batching sets it for each
+// micro-batch's copy). The run's seed and step come from the runtime (the
+// interpreter passes them as the attributes `seed` and `step` to the
+// reference kernel).
 //
 // Plans without a loss (inference) drop dropout altogether: the canonicalize
 // pass replaces it by its operand.
@@ -32,14 +33,7 @@ namespace {
 
 TensorType inferDropout(TypeOps o, const AttrMap &a) {
   requireDType(o[0], DType::F32, "dropout", "x");
-  const double p = getFloat(a, "p");
-  if (!(p >= 0.0 && p < 1.0))
-    throw RuleError("dropout p must be in [0, 1), got " + std::to_string(p));
-  const int64_t parts = getInt(a, "parts"), part = getInt(a, "part"), inner = getInt(a, "inner");
-  if (parts < 1 || part < 0 || part >= parts || inner < 1 || (parts > 1 && o[0].numElements() % inner != 0))
-    throw RuleError("dropout part " + std::to_string(part) + " of " + std::to_string(parts) +
-                    " in runs of " + std::to_string(inner) + " does not fit x " + o[0].str() +
-                    " (parts >= 1, 0 <= part < parts, inner >= 1 dividing x's elements)");
+  checkDropoutMask(a, "p", o[0].numElements(), "dropout");
   return o[0];
 }
 
@@ -50,13 +44,8 @@ TensorType inferDropout(TypeOps o, const AttrMap &a) {
 ShardResult shardDropout(const ShardQuery &q) {
   const Layout l = q.layouts[0];
   if (!l.split()) return {{l}, l, {}, {}, {}};
-  ShardResult r{{l}, l, {}, "part", {}};
-  if (getInt(q.attrs, "parts") != 1) return r; // a member's own: already a part
-  r.localAttrs = q.attrs;
-  int64_t inner = q.result.shape[size_t(l.axis)] / q.parts;
-  for (size_t d = size_t(l.axis) + 1; d < q.result.shape.size(); ++d) inner *= q.result.shape[d];
-  r.localAttrs["parts"] = q.parts;
-  r.localAttrs["inner"] = inner;
+  ShardResult r{{l}, l, {}, {}, {}};
+  splitDropoutMask(r, q.attrs, q.result.shape, l.axis, q.parts);
   return r;
 }
 
@@ -69,19 +58,9 @@ void addRandomSchemas(std::vector<OpSchema> &t) {
                           "element); the identity in plans without a loss",
                           {"x"});
   r.precision = Precision::Follow;
-  r.attrs = {attr("p", AttrType::Float, 0.5, "probability of zeroing an element, in [0, 1)"),
-             attr("key", AttrType::String, std::string(),
-                  "the mask's stream; empty: the node's name (the gradient keeps the forward's)"),
-             attr("offset", AttrType::Int, int64_t(0),
-                  "index of x's first element in the whole batch (set by micro-batching)"),
-             attr("parts", AttrType::Int, int64_t(1),
-                  "x is one of this many equal parts of the whole along an axis (set by "
-                  "tensor parallelism): the whole is blocks of `parts` runs of `inner` "
-                  "elements"),
-             attr("part", AttrType::Int, int64_t(0),
-                  "which run of each block x holds: element j of x is element offset + "
-                  "((j / inner) * parts + part) * inner + j % inner of the whole"),
-             attr("inner", AttrType::Int, int64_t(1), "the elements of one run")};
+  r.attrs = {attr("p", AttrType::Float, 0.5, "probability of zeroing an element, in [0, 1)")};
+  for (AttrSpec &a : dropoutMaskAttrs()) r.attrs.push_back(std::move(a));
+  r.mask = {"p", [](TypeOps o) { return o[0].shape; }};
   r.infer = inferDropout;
   r.shard = shardDropout;
   r.flops = flopsPerElement<2>;

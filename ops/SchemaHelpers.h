@@ -67,6 +67,20 @@ inline AttrSpec attr(std::string name, AttrType type, std::optional<AttrValue> d
   return AttrSpec{std::move(name), type, std::move(def), std::move(doc)};
 }
 
+/// The attributes that name a dropout mask (ops/DropoutMask.h), which
+/// dropout and attention declare after their probability.
+std::vector<AttrSpec> dropoutMaskAttrs();
+/// Checks `probability` in [0, 1) and parts/part/inner against the
+/// `elements` of the tensor the mask covers; the errors name `op`.
+void checkDropoutMask(const AttrMap &attrs, const char *probability, int64_t elements,
+                      const std::string &op);
+/// Tensor parallelism: a mask over `covered` (its whole shape) whose axis
+/// `axis` is split into `parts`: each member draws its elements' whole
+/// indices (ShardResult::memberAttr "part", local parts and inner), unless
+/// the attributes are already one member's.
+void splitDropoutMask(ShardResult &r, const AttrMap &attrs, const Shape &covered, int axis,
+                      int64_t parts);
+
 /// Whether gelu's `approximate` attribute asks for the tanh form; throws
 /// RuleError for anything but "none" and "tanh".
 inline bool geluUsesTanh(const AttrMap &attrs, const char *op) {

@@ -31,9 +31,10 @@
 //      full-batch value, and must not also use batched data.
 //   2. Replicas of the unbatched nodes, for r = 1..R-1, on replica r's
 //      devices, in topological order (inputs stay: they are sliced).
-//   3. Parts, for k = 0..R·M-1, in topological order. A dropout replica
-//      keeps the original's mask: its key, and the element offset of its
-//      part in the whole batch.
+//   3. Parts, for k = 0..R·M-1, in topological order. A replica of an op
+//      that draws a dropout mask (dropout; attention with dropout_p) keeps
+//      the original's mask: its key, and the element offset of its part in
+//      the whole batch.
 //   4. The full-batch value of every Reduced node that something outside the
 //      parts uses (the loss, an output, a node computed once) is the sum of
 //      its parts in part order, scaled by 1/(R·M) for a mean. This is the one
@@ -282,13 +283,17 @@ private:
       b.device = deviceIn(r, n->device);
       auto found = microAttrs_.find(n);
       ir::AttrMap attrs = found == microAttrs_.end() ? n->attrs : found->second;
-      if (n->isOp(ir::OpKind::Dropout)) {
+      if (n->info().drawsMask(n->attrs)) {
         // The replica draws the original's mask: the original's stream, and
         // its part's elements' indices in the whole batch (a batched operand
         // is part k's rows; a shared one is the same for all).
         attrs["key"] = ir::dropoutKeyName(*n);
-        if (replicated(n->inputs[0]) || n->inputs[0]->kind == ir::NodeKind::Input)
-          attrs["offset"] = ir::getInt(n->attrs, "offset") + k * operands[0]->type.numElements();
+        if (replicated(n->inputs[0]) || n->inputs[0]->kind == ir::NodeKind::Input) {
+          std::vector<ops::TensorType> types;
+          for (const Node *o : operands) types.push_back(o->type);
+          attrs["offset"] = ir::getInt(n->attrs, "offset") +
+                            k * *ops::checkedNumElements(n->info().mask.covers(types));
+        }
       }
       Node *r0 = nullptr;
       try {

@@ -1,12 +1,13 @@
 //===- passes/Canonicalize.cpp - the `canonicalize` pass ----------------===//
 //
 // Invariant established: no op node is dead, no reshape or transpose is the
-// identity, and a graph without a loss (inference) has no dropout.
+// identity, and a graph without a loss (inference) draws no dropout mask.
 //
 // Algorithm (to a fixed point):
 //   1. fold `reshape` to its operand's own shape, `transpose` by the
 //      identity permutation and, in a graph without a loss, `dropout` (the
-//      identity at inference): their users use the operand directly;
+//      identity at inference): their users use the operand directly; in
+//      such a graph, an op's own dropout (attention's dropout_p) is set to 0;
 //   2. erase op nodes whose value nobody uses, unless the node is the loss,
 //      an output, a parameter's gradient (Graph::gradients, in a compiled
 //      graph read back), or has side effects (optimizer updates), walking in reverse
@@ -52,6 +53,14 @@ public:
     for (ir::Node *n : graph.topoOrder()) {
       for (ir::Node *&in : n->inputs)
         if (auto f = foldedInto.find(in); f != foldedInto.end()) in = f->second;
+      // Inference draws no dropout: an op's own (attention's dropout_p) is
+      // turned off, a dropout op folds below.
+      if (n->isOp() && graph.loss.empty() && !n->isOp(ir::OpKind::Dropout) &&
+          n->info().drawsMask(n->attrs)) {
+        n->attrs[n->info().mask.probability] = 0.0;
+        ctx.count(name(), "dropout-off");
+        changed = true;
+      }
       if (!n->isOp() || !isIdentityFold(graph, *n)) continue;
       // Keep the name of a node the user asked for (loss/output) alive, and
       // a gradient's.

@@ -2,10 +2,11 @@
 //
 // Invariant established: no chain
 //   s = matmul(q, k^T); [s = scale(s)]; [s = causal_mask(s)];
-//   p = softmax(s, last axis); y = matmul(p, v)
+//   p = softmax(s, last axis); [p = dropout(p)]; y = matmul(p, v)
 // whose intermediates nothing else reads remains: each is one
-// attention(q, k, v) {causal, scale} named y, computing the same function
-// without the [T, S] scores in memory (ops/Attention.cpp). Exporters and
+// attention(q, k, v) {causal, scale, dropout_p} named y, computing the same
+// function without the [T, S] scores in memory (ops/Attention.cpp), the
+// dropout drawing the same mask (its key and offset carried over). Exporters and
 // the GPT example write attention this way; FlashAttention-style kernels
 // want it whole.
 //
@@ -17,14 +18,13 @@
 //      transpose_b only, or of q and a transpose of k's last two axes; q
 //      and k of one rank with the same leading axes (no broadcasting).
 //   2. Walk down: the softmax's one reader is a matmul(p, v) with no
-//      transposes and no accumulator, v of q's rank and leading axes.
+//      transposes and no accumulator, v of q's rank and leading axes, or a
+//      dropout (not yet a tensor-parallel part) whose one reader is.
 //   3. Each intermediate (scores, scaled, masked, probabilities) has that
 //      one reader and is no output or loss; all five nodes share a device.
 //   4. Make attention(q, k, v) on that device, let it take y's readers and
 //      name, and erase the chain.
-// A dropout on the probabilities (training with attention dropout) stops
-// the match: attention has no dropout of its own. Running the pass again
-// finds nothing.
+// Running the pass again finds nothing.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Pass.h"
@@ -130,10 +130,23 @@ public:
       auto pu = users.find(p);
       if (pu == users.end() || pu->second.size() != 1) continue;
       Node *y = pu->second[0];
-      if (!y->isOp(OpKind::MatMul) || y->inputs.size() != 2 || y->inputs[0] != p ||
+      Node *probs = p;  // what y multiplies: p, or its dropout
+      Node *drop = nullptr;
+      if (y->isOp(OpKind::Dropout)) {
+        // Attention's own dropout draws this one's mask: the same key,
+        // offset and (whole-tensor) indices; a part's is not taken.
+        if (ir::getInt(y->attrs, "parts") != 1 || !only(p, y)) continue;
+        drop = y;
+        probs = y;
+        auto du = users.find(drop);
+        if (du == users.end() || du->second.size() != 1) continue;
+        y = du->second[0];
+      }
+      if (!y->isOp(OpKind::MatMul) || y->inputs.size() != 2 || y->inputs[0] != probs ||
           ir::getBool(y->attrs, "transpose_a") || ir::getBool(y->attrs, "transpose_b") ||
-          !only(p, y))
+          !only(probs, y) || (drop && !only(p, drop)))
         continue;
+      if (drop) chain.insert(chain.begin(), drop); // erased before p, which it reads
       Node *v = y->inputs[1];
       if (!sameLeading(q, v) || v->type.shape[v->type.shape.size() - 2] !=
                                     k->type.shape[k->type.shape.size() - 2])
@@ -145,8 +158,13 @@ public:
       // Step 4.
       ir::Builder b(g);
       b.device = y->device;
-      Node *a = b.create(OpKind::Attention, {q, k, v}, {{"causal", causal}, {"scale", scale}},
-                         y->name + ".attention");
+      ir::AttrMap attrs = {{"causal", causal}, {"scale", scale}};
+      if (drop) {
+        attrs["dropout_p"] = ir::getFloat(drop->attrs, "p");
+        attrs["key"] = ir::dropoutKeyName(*drop);
+        attrs["offset"] = ir::getInt(drop->attrs, "offset");
+      }
+      Node *a = b.create(OpKind::Attention, {q, k, v}, attrs, y->name + ".attention");
       a->jsonPath = y->jsonPath;
       const std::string name = y->name;
       g.replaceAllUses(y, a);

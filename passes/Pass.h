@@ -47,8 +47,8 @@ struct PassOptions {
   std::optional<int64_t> dataParallel;
   std::optional<int> zero;
   std::optional<int64_t> bucketBytes;
-  /// --fuse-attention: the default pipeline runs fuse-attention.
-  bool fuseAttention = false;
+  /// The default pipeline runs fuse-attention (--no-fuse-attention: not).
+  bool fuseAttention = true;
   /// --precision override of the model's "precision" (ops::kPrecisions;
   /// passes/Autocast.cpp).
   std::optional<std::string> precision;

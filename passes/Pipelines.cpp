@@ -3,7 +3,7 @@
 // The pipeline `mpc compile` runs, as a readable sequence:
 //   1. infer-shapes   types for every node (the reader already did; cheap)
 //   2. canonicalize   drop dead nodes, fold identity reshapes/transposes
-//      fuse-attention (--fuse-attention) each matmul -> scale ->
+//      fuse-attention (unless --no-fuse-attention) each matmul -> scale ->
 //                     causal_mask -> softmax -> matmul chain one attention op
 //   3. place          a concrete device for every node
 //      batch-norm-stats  (models with batch_norm) running statistics as

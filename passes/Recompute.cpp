@@ -120,7 +120,7 @@ public:
       b.backward = true;
       b.origin = f->name;
       ir::AttrMap attrs = f->attrs;
-      if (f->isOp(ir::OpKind::Dropout)) attrs["key"] = ir::dropoutKeyName(*f);
+      if (f->info().drawsMask(f->attrs)) attrs["key"] = ir::dropoutKeyName(*f);
       Node *c = b.create(f->op, operands, attrs, f->name + ".recompute");
       c->microbatch = f->microbatch;
       copyOf[f] = c;

@@ -404,7 +404,7 @@ private:
                           ", but " + e.what());
     }
     ir::AttrMap attrs = rule.localAttrs.empty() ? n->attrs : rule.localAttrs;
-    if (n->isOp(ir::OpKind::Dropout) && std::get<std::string>(attrs.at("key")).empty())
+    if (n->info().drawsMask(attrs) && std::get<std::string>(attrs.at("key")).empty())
       attrs["key"] = ir::dropoutKeyName(*n);
     std::vector<Node *> &ms = members_[size_t(n->id)];
     for (size_t i = 0; i < t; ++i) {

@@ -15,8 +15,9 @@ steps by:
     autocast has no float16);
   * mpc --precision=fp32, bf16 and fp16, each on 1 micro-batch and on 2
     (pipelined: the same bits as 1 within a precision is the unit tests'
-    rule; here the micro-batches must agree with PyTorch as well); and
-    bf16 and fp32 with --fuse-attention (the fused attention op).
+    rule; here the micro-batches must agree with PyTorch as well), all with
+    the fused attention op (the default); and bf16 and fp32 with
+    --no-fuse-attention (the unfused chain).
 
 The tolerance is derived from the runs themselves. bf16 keeps 8 bits of
 mantissa, so any two bf16 trainings that round at different points (mpc
@@ -197,11 +198,11 @@ def main():
               % ("mpc " + tag, sorted(skipped) or "none"))
         check("mpc %s vs torch f32" % tag, params, losses, ref, ref_losses,
               FACTOR * drift + 1e-4, FACTOR * loss_drift + 1e-3)
-    # The fused attention op (--fuse-attention) in bf16 and fp32.
-    tag, params, losses, _ = mpc_train(mpc, work, data, "bf16", 1, ("--fuse-attention",))
+    # The unfused chain (--no-fuse-attention) in bf16 and fp32.
+    tag, params, losses, _ = mpc_train(mpc, work, data, "bf16", 1, ("--no-fuse-attention",))
     check("mpc %s vs torch autocast" % tag, params, losses, bf16, bf16_losses,
           FACTOR * drift + 1e-4, FACTOR * loss_drift + 1e-3)
-    tag, params, losses, _ = mpc_train(mpc, work, data, "fp32", 1, ("--fuse-attention",))
+    tag, params, losses, _ = mpc_train(mpc, work, data, "fp32", 1, ("--no-fuse-attention",))
     check("mpc %s vs torch f32" % tag, params, losses, f32, f32_losses, 1e-4, 2e-5)
     tag, params, losses, _ = mpc_train(mpc, work, data, "fp32", 1)
     check("mpc %s vs torch f32" % tag, params, losses, f32, f32_losses, 1e-4, 2e-5)

@@ -56,10 +56,10 @@ void CommonOptions::addTo(CLI::App &cmd) {
       ->transform(CLI::Validator(
           [count](std::string &text) { return text == "auto" ? std::string() : count(text); },
           count.get_description() + " or auto"));
-  cmd.add_flag("--fuse-attention", fuseAttention,
-               "Make each matmul -> scale -> causal_mask -> softmax -> matmul chain one attention "
-               "op (the fuse-attention pass): no [T, S] scores in memory; today slower than the "
-               "unfused chain (docs/passes.md)");
+  cmd.add_flag("--fuse-attention,!--no-fuse-attention", fuseAttention,
+               "Make each matmul -> scale -> causal_mask -> softmax [-> dropout] -> matmul chain "
+               "one attention op (the fuse-attention pass; the default): no [T, S] scores in "
+               "memory. --no-fuse-attention keeps the chain (docs/passes.md)");
   cmd.add_option("--recompute", recompute,
                  "Activations the backward recomputes instead of keeping them: none (the "
                  "default), selective (elementwise ops, softmax, dropout, layer_norm) or full "

@@ -31,7 +31,7 @@ struct CommonOptions {
   bool microbatchesAuto = false;       ///< --microbatches=auto (mpc compile chooses)
   std::string schedule;     ///< "": the model's
   std::string recompute;    ///< "": none
-  bool fuseAttention = false;
+  bool fuseAttention = true; ///< --no-fuse-attention turns it off
   std::string precision;    ///< "": the model's
   std::optional<int64_t> dataParallel; ///< unset: the model's
   std::optional<int> zero;             ///< unset: 0

@@ -5,14 +5,21 @@
 // its output as the maximum moves, so the [T, S] scores are never stored.
 // attention_grad recomputes each row's output and log-sum-exp into scratch,
 // then one thread per output row (a query's dq, a key's dk or dv) walks the
-// other side in order. Every sum has a fixed order: results do not depend
+// other side in order; wrt qkv runs the three after one recomputation,
+// into their places in the packed result (ops/Attention.h). dropout_p
+// drops probabilities with the dropout op's mask (support/Philox.h, the
+// step read on the device as Random.cu reads it): after their sum has
+// entered the softmax's denominator in the forward, on P and on dy v^T in
+// the backward. Every sum has a fixed order: results do not depend
 // on timing. A tiled tensor-core kernel is the next step; this one is the
 // reference's arithmetic in f32 (ir/ops/Attention.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include "ops/Attention.h"
+#include "ops/DropoutMask.h"
 #include "runtime/cuda/kernels/Common.cuh"
 #include "runtime/cuda/kernels/Prepare.h"
+#include "support/Philox.h"
 
 #include <cmath>
 
@@ -22,11 +29,33 @@ using namespace detail;
 
 namespace {
 
+/// attention's dropout on the probabilities.
+struct Dropout {
+  int on;
+  philox::Key key;
+  uint32_t threshold;
+  ops::MaskPart part;
+  float scale;
+  const DataError *stepRecord; ///< holds the running step (launchBeginStep)
+};
+
 struct Sizes {
   int64_t batch, T, S, d, e;
   int causal;
   float scale;
+  Dropout drop;
 };
+
+/// M of probability (b, i, j): 1 without dropout, else 0 or 1 / (1 - p).
+__device__ float keep(const Sizes &n, int64_t b, int64_t i, int64_t j) {
+  const Dropout &dr = n.drop;
+  if (!dr.on) return 1.f;
+  const uint64_t step = dr.stepRecord ? uint64_t(dr.stepRecord->step) : 1;
+  return philox::dropoutKeep(dr.key, step, dr.part.index(uint64_t((b * n.T + i) * n.S + j)),
+                             dr.threshold)
+             ? dr.scale
+             : 0.f;
+}
 
 __device__ float score(const float *q, const float *k, const Sizes &n, int64_t b, int64_t i,
                        int64_t j) {
@@ -53,8 +82,9 @@ __global__ void forwardKernel(const float *q, const float *k, const float *v, fl
       const float mx = fmaxf(m, s);
       const float corr = expf(m - mx), p = expf(s - mx);
       l = l * corr + p;
+      const float pd = p * keep(n, b, i, j); // dropped after entering the sum
       const float *vj = v + (b * n.S + j) * n.e;
-      for (int64_t c = 0; c < n.e; ++c) yi[c] = yi[c] * corr + p * vj[c];
+      for (int64_t c = 0; c < n.e; ++c) yi[c] = yi[c] * corr + pd * vj[c];
       m = mx;
     }
     const float inv = l > 0.f ? 1.f / l : 0.f;
@@ -69,14 +99,14 @@ __device__ float prob(const float *q, const float *k, const float *lse, const Si
   return isinf(L) ? 0.f : expf(score(q, k, n, b, i, j) - L);
 }
 
-/// dS[i][j] = P (dy_i . v_j - dy_i . y_i).
+/// dS[i][j] = P (M (dy_i . v_j) - dy_i . y_i).
 __device__ float dscore(const float *q, const float *k, const float *v, const float *dy,
                         const float *lse, const float *dot, const Sizes &n, int64_t b, int64_t i,
                         int64_t j) {
   const float *dyi = dy + (b * n.T + i) * n.e, *vj = v + (b * n.S + j) * n.e;
   float dp = 0.f;
   for (int64_t c = 0; c < n.e; ++c) dp += dyi[c] * vj[c];
-  return prob(q, k, lse, n, b, i, j) * (dp - dot[b * n.T + i]);
+  return prob(q, k, lse, n, b, i, j) * (dp * keep(n, b, i, j) - dot[b * n.T + i]);
 }
 
 __global__ void dotKernel(const float *dy, const float *y, float *dot, Sizes n) {
@@ -88,12 +118,18 @@ __global__ void dotKernel(const float *dy, const float *y, float *dot, Sizes n) 
   }
 }
 
+/// Where a gradient goes: leading index b's rows start at b * stride +
+/// offset (stride: the gradient's own size, or the packed row of wrt qkv).
+struct Place {
+  int64_t stride, offset;
+};
+
 __global__ void gradQKernel(const float *q, const float *k, const float *v, const float *dy,
-                            const float *lse, const float *dot, float *dq, Sizes n) {
+                            const float *lse, const float *dot, float *dq, Sizes n, Place at) {
   for (int64_t row = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; row < n.batch * n.T;
        row += int64_t(gridDim.x) * blockDim.x) {
     const int64_t b = row / n.T, i = row % n.T;
-    float *out = dq + row * n.d;
+    float *out = dq + b * at.stride + at.offset + i * n.d;
     for (int64_t c = 0; c < n.d; ++c) out[c] = 0.f;
     for (int64_t j = 0; j < keysOf(n, i); ++j) {
       const float ds = dscore(q, k, v, dy, lse, dot, n, b, i, j) * n.scale;
@@ -105,16 +141,17 @@ __global__ void gradQKernel(const float *q, const float *k, const float *v, cons
 
 /// dk (wrtV false) or dv (wrtV true) of key row j: over the queries that see it.
 __global__ void gradKVKernel(const float *q, const float *k, const float *v, const float *dy,
-                             const float *lse, const float *dot, float *out, Sizes n, bool wrtV) {
+                             const float *lse, const float *dot, float *out, Sizes n, bool wrtV,
+                             Place at) {
   for (int64_t row = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; row < n.batch * n.S;
        row += int64_t(gridDim.x) * blockDim.x) {
     const int64_t b = row / n.S, j = row % n.S;
     const int64_t width = wrtV ? n.e : n.d;
-    float *o = out + row * width;
+    float *o = out + b * at.stride + at.offset + j * width;
     for (int64_t c = 0; c < width; ++c) o[c] = 0.f;
     for (int64_t i = n.causal ? j : 0; i < n.T; ++i) {
       if (wrtV) {
-        const float p = prob(q, k, lse, n, b, i, j);
+        const float p = prob(q, k, lse, n, b, i, j) * keep(n, b, i, j);
         const float *dyi = dy + (b * n.T + i) * n.e;
         for (int64_t c = 0; c < n.e; ++c) o[c] += p * dyi[c];
       } else {
@@ -130,9 +167,16 @@ Sizes sizesOf(const KernelOperands &k) {
   const plan::Buffer &q = *k.inputs[0], &v = *k.inputs[2];
   const size_t r = q.shape.size();
   Sizes n{1, q.shape[r - 2], v.shape[r - 2], q.shape[r - 1], v.shape[r - 1],
-          attrBool(k.instr->attrs, "causal") ? 1 : 0, 0.f};
+          attrBool(k.instr->attrs, "causal") ? 1 : 0, 0.f, {}};
   for (size_t a = 0; a + 2 < r; ++a) n.batch *= q.shape[a];
   n.scale = float(ops::attentionScale(k.instr->attrs, n.d));
+  const double p = attrFloat(k.instr->attrs, "dropout_p");
+  n.drop = {p > 0 ? 1 : 0,
+            philox::dropoutKey(k.ctx.seed, philox::nameHash(attrString(k.instr->attrs, "key"))),
+            philox::dropThreshold(p),
+            ops::maskPartOf(k.instr->attrs),
+            float(1.0 / (1.0 - p)),
+            k.ctx.dataError.record};
   return n;
 }
 
@@ -158,8 +202,15 @@ Launch prepareAttentionGrad(const KernelOperands &k) {
               *dy = cf(k.inPtr[3]);
   float *out = f(k.outPtr);
   float *y = k.ctx.scratch, *lse = y + n.batch * n.T * n.e, *dot = lse + n.batch * n.T;
-  const std::string wrt = attrString(k.instr->attrs, "wrt");
-  const int which = wrt == "q" ? 0 : wrt == "k" ? 1 : 2;
+  const ops::AttentionWrt wrt = ops::attentionWrt(k.instr->attrs);
+  const bool all = wrt == ops::AttentionWrt::QKV;
+  const ops::PackedAttentionGrad packed = ops::packedAttentionGrad(n.T, n.S, n.d, n.e);
+  // Each gradient's place: its own tensor, or its part of the packed row.
+  const Place dq{all ? packed.size : n.T * n.d, all ? packed.dq : 0};
+  const Place dk{all ? packed.size : n.S * n.d, all ? packed.dk : 0};
+  const Place dv{all ? packed.size : n.S * n.e, all ? packed.dv : 0};
+  const bool wantQ = all || wrt == ops::AttentionWrt::Q, wantK = all || wrt == ops::AttentionWrt::K,
+             wantV = all || wrt == ops::AttentionWrt::V;
   cudaStream_t s = k.ctx.stream;
   return [=] {
     const int64_t rows = n.batch * n.T, keys = n.batch * n.S;
@@ -167,10 +218,12 @@ Launch prepareAttentionGrad(const KernelOperands &k) {
       forwardKernel<<<gridFor(rows), kThreads, 0, s>>>(q, kk, v, y, lse, n);
       dotKernel<<<gridFor(rows), kThreads, 0, s>>>(dy, y, dot, n);
     }
-    if (which == 0 && rows > 0)
-      gradQKernel<<<gridFor(rows), kThreads, 0, s>>>(q, kk, v, dy, lse, dot, out, n);
-    if (which != 0 && keys > 0)
-      gradKVKernel<<<gridFor(keys), kThreads, 0, s>>>(q, kk, v, dy, lse, dot, out, n, which == 2);
+    if (wantQ && rows > 0)
+      gradQKernel<<<gridFor(rows), kThreads, 0, s>>>(q, kk, v, dy, lse, dot, out, n, dq);
+    if (wantK && keys > 0)
+      gradKVKernel<<<gridFor(keys), kThreads, 0, s>>>(q, kk, v, dy, lse, dot, out, n, false, dk);
+    if (wantV && keys > 0)
+      gradKVKernel<<<gridFor(keys), kThreads, 0, s>>>(q, kk, v, dy, lse, dot, out, n, true, dv);
   };
 }
 

@@ -321,7 +321,7 @@ std::vector<OpCase> buildCases() {
         {{"causal", causal}, {"scale", 0.7}});
     add(OpKind::Attention, std::string("blocks") + tag, {f32({1, 70, 8}), f32({1, 130, 8}), f32({1, 130, 5})},
         {{"causal", causal}});
-    for (const char *wrt : {"q", "k", "v"}) {
+    for (const char *wrt : {"q", "k", "v", "qkv"}) {
       add(OpKind::AttentionGrad, std::string("heads_") + wrt + tag,
           {f32({2, 2, 5, 4}), f32({2, 2, 7, 4}), f32({2, 2, 7, 3}), f32({2, 2, 5, 3})},
           {{"causal", causal}, {"wrt", std::string(wrt)}});
@@ -329,6 +329,30 @@ std::vector<OpCase> buildCases() {
           {f32({1, 70, 8}), f32({1, 130, 8}), f32({1, 130, 5}), f32({1, 70, 5})},
           {{"causal", causal}, {"wrt", std::string(wrt)}, {"scale", 0.3}});
     }
+  }
+
+  // attention with dropout on its probabilities (the dropout op's mask over
+  // [..., T, S]): whole, and as part 1 of 2 of a heads split (runs of one
+  // head's T x S probabilities), with a micro-batch's offset.
+  {
+    const std::vector<TensorType> qkv = {f32({2, 2, 5, 4}), f32({2, 2, 7, 4}), f32({2, 2, 7, 3})};
+    const AttrMap drop = {{"causal", true}, {"dropout_p", 0.3}, {"key", std::string("a")},
+                          {"offset", int64_t(11)}};
+    AttrMap part = drop;
+    part["parts"] = int64_t(2);
+    part["part"] = int64_t(1);
+    part["inner"] = int64_t(2 * 5 * 7);
+    add(OpKind::Attention, "dropout", qkv, drop);
+    add(OpKind::Attention, "dropout_part", qkv, part);
+    std::vector<TensorType> grad = qkv;
+    grad.push_back(f32({2, 2, 5, 3}));
+    for (const char *wrt : {"q", "v", "qkv"}) {
+      AttrMap a = drop;
+      a["wrt"] = std::string(wrt);
+      add(OpKind::AttentionGrad, std::string("dropout_") + wrt, grad, a);
+    }
+    part["wrt"] = std::string("qkv");
+    add(OpKind::AttentionGrad, "dropout_part_qkv", grad, part);
   }
 
   // cast: to and from each float type (the rounding is the reference's).

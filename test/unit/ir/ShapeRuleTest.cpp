@@ -574,5 +574,38 @@ TEST(ShapeRule, Flatten) {
             "flatten needs x of rank >= 2 ([N, ...]), got f32[5]");
 }
 
+TEST(ShapeRule, Attention) {
+  using S = std::string;
+  const TensorType q = f32({2, 5, 4}), k = f32({2, 7, 4}), v = f32({2, 7, 3});
+  EXPECT_EQ(infer(OpKind::Attention, {q, k, v}), f32({2, 5, 3}));
+  EXPECT_EQ(ruleError(OpKind::Attention, {q, f32({2, 7, 3}), v}),
+            "attention needs q and k of one depth d (last axis), got f32[2,5,4], f32[2,7,3]");
+  EXPECT_EQ(ruleError(OpKind::Attention, {q, k, f32({2, 6, 3})}),
+            "attention needs k and v of one length S (axis -2), got f32[2,7,4], f32[2,6,3]");
+  EXPECT_EQ(ruleError(OpKind::Attention, {q, f32({3, 7, 4}), v}),
+            "attention needs the same leading axes in q, k and v, got f32[2,5,4], f32[3,7,4], "
+            "f32[2,7,3]");
+  EXPECT_EQ(ruleError(OpKind::Attention, {f32({4}), f32({4}), f32({4})}),
+            "attention needs q, k and v of one rank >= 2 ([..., T, d], [..., S, d], [..., S, "
+            "e]), got f32[4], f32[4], f32[4]");
+  EXPECT_EQ(ruleError(OpKind::Attention, {q, k, v}, {{"scale", -1.0}}),
+            "attention attribute 'scale' must be finite and >= 0 (0: 1/sqrt(d)), got -1.000000");
+  EXPECT_EQ(ruleError(OpKind::Attention, {q, k, v}, {{"dropout_p", 1.0}}),
+            "attention dropout_p must be in [0, 1), got 1.000000");
+  EXPECT_EQ(ruleError(OpKind::Attention, {q, k, v},
+                      {{"dropout_p", 0.1}, {"parts", int64_t(2)}, {"inner", int64_t(4)}}),
+            "attention part 0 of 2 in runs of 4 does not fit its 70 masked elements (parts >= "
+            "1, 0 <= part < parts, inner >= 1 dividing the elements)");
+  // attention_grad: one operand's gradient, or the three packed.
+  const TensorType dy = f32({2, 5, 3});
+  EXPECT_EQ(infer(OpKind::AttentionGrad, {q, k, v, dy}, {{"wrt", S("k")}}), k);
+  EXPECT_EQ(infer(OpKind::AttentionGrad, {q, k, v, dy}, {{"wrt", S("qkv")}}),
+            f32({2, 1, 5 * 4 + 7 * 4 + 7 * 3}));
+  EXPECT_EQ(ruleError(OpKind::AttentionGrad, {q, k, v, dy}, {{"wrt", S("x")}}),
+            "attention_grad attribute 'wrt' must be q, k, v or qkv, got 'x'");
+  EXPECT_EQ(ruleError(OpKind::AttentionGrad, {q, k, v, f32({2, 5, 4})}),
+            "attention_grad operand 'dy' must have attention's shape [2,5,3], got f32[2,5,4]");
+}
+
 } // namespace
 } // namespace mpc::ir
