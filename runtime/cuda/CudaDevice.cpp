@@ -113,13 +113,15 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
   uint64_t stagingBytes = 0;
   std::vector<uint64_t> stagingOffset(prog.instrs.size(), UINT64_MAX);
   int64_t scratchFloats = 0;
-  // f32 copies of a kernel's bf16 and f16 buffers (every kernel but cast is
-  // written over f32): one region, sized for the instruction that needs
-  // the most, as the device runs one instruction at a time.
+  // f32 copies of a kernel's bf16 and f16 buffers (every kernel but the
+  // lowPrecisionNative ones is written over f32): one region, sized for the
+  // instruction that needs the most, as the device runs one instruction at
+  // a time.
   uint64_t lowStagingBytes = 0;
   auto lowStaged = [&](const plan::Instr &in) {
     uint64_t need = 0;
-    if (in.kind != plan::InstrKind::Kernel || in.op == "cast") return need;
+    const CudaKernel *k = cudaKernels().find(in.op);
+    if (in.kind != plan::InstrKind::Kernel || !k || k->lowPrecisionNative) return need;
     for (uint32_t id : in.inputs)
       if (ops::isLowPrecision(bufs[id].dtype)) need += alignUp(uint64_t(bufs[id].numElements()) * 4);
     if (ops::isLowPrecision(bufs[in.output].dtype))
@@ -208,10 +210,10 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
       ops.instr = &in;
       ops.ctx = ctx;
       ops.ctx.dataError.instr = int(i);
-      const bool isCast = in.op == "cast";
-      // A bf16 or f16 buffer of any kernel but cast: the kernel sees an
-      // f32 copy in the low-precision staging region (widened before it,
-      // the result rounded back after it).
+      const bool native = k->lowPrecisionNative;
+      // A bf16 or f16 buffer of a kernel written over f32: the kernel sees
+      // an f32 copy in the low-precision staging region (widened before
+      // it, the result rounded back after it).
       struct Convert {
         void *from;
         ops::DType fromType;
@@ -223,7 +225,7 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
       uint64_t lowAt = lowStagingAt;
       auto stage = [&](uint32_t id, std::vector<Convert> &list, bool in) -> std::pair<const plan::Buffer *, void *> {
         const plan::Buffer &b = bufs[id];
-        if (!ops::isLowPrecision(b.dtype) || isCast) return {&b, ptrs_[id]};
+        if (!ops::isLowPrecision(b.dtype) || native) return {&b, ptrs_[id]};
         plan::Buffer &shadow = shadowBuffers_.emplace_back(b);
         shadow.dtype = plan::DType::F32;
         shadow.bytes = uint64_t(b.numElements()) * 4;

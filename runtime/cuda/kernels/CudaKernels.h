@@ -56,6 +56,11 @@ struct CudaKernel {
   /// Returns the launch; throws RuleError with the reason when the
   /// instruction exceeds a device limit (a size beyond cuBLAS's int range).
   Launch (*prepare)(const KernelOperands &) = nullptr;
+  /// The kernel reads and writes bf16 and f16 buffers itself (cast; matmul
+  /// through cublasGemmEx). Every other kernel is written over f32 and the
+  /// device stages f32 copies of its low-typed buffers around it
+  /// (CudaDevice::load).
+  bool lowPrecisionNative = false;
 };
 
 /// Every CUDA kernel, keyed by op name.

@@ -219,7 +219,7 @@ Launch prepareCast(const KernelOperands &k) {
 } // namespace
 
 namespace kernels::Elementwise {
-const CudaKernel Cast{nullptr, prepareCast};
+const CudaKernel Cast{nullptr, prepareCast, /*lowPrecisionNative=*/true};
 const CudaKernel Add{nullptr, prepareBinary<AddF>};
 const CudaKernel Sub{nullptr, prepareBinary<SubF>};
 const CudaKernel Mul{nullptr, prepareBinary<MulF>};

@@ -14,6 +14,13 @@
 // broadcast over it (stride 0); otherwise one sgemm per product, each operand
 // found through its broadcast strides.
 //
+// bf16 and f16 operands (--precision=bf16|fp16) go to cuBLAS as they are:
+// cublasGemmEx (or its strided-batched form) with the low type for a and b,
+// the result's type (the low type, or f32 with an f32 accumulator c) and
+// CUBLAS_COMPUTE_32F: products and sums in f32, the result rounded once, as
+// the CPU computes them. f32 operands keep cublasSgemm, so fp32 and tf32
+// plans run exactly as before.
+//
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/kernels/Prepare.h"
 
@@ -61,6 +68,14 @@ int64_t batchOffset(int64_t flat, const Dims &batch, const Dims &strides, int64_
   return off * matrix;
 }
 
+cudaDataType_t cudaTypeOf(plan::DType t) {
+  switch (t) {
+  case plan::DType::BF16: return CUDA_R_16BF;
+  case plan::DType::F16: return CUDA_R_16F;
+  default: return CUDA_R_32F;
+  }
+}
+
 void requireInt(int64_t v) {
   if (v > INT_MAX) throw RuleError("matmul dimension exceeds cuBLAS's int range");
 }
@@ -80,7 +95,6 @@ Launch prepareMatMul(const KernelOperands &k) {
   Dims aBatch = batchOf(a->shape), bBatch = batchOf(b->shape);
   Dims batch = broadcastBatch(aBatch, bBatch);
   const bool accumulate = k.inputs.size() == 3;
-  const float *C0 = accumulate ? cf(k.inPtr[2]) : nullptr;
 
   const int64_t count = product(batch), aCount = product(aBatch), bCount = product(bBatch);
   const int64_t aMatrix = ar * ac, bMatrix = br * bc, cMatrix = m * n;
@@ -117,39 +131,68 @@ Launch prepareMatMul(const KernelOperands &k) {
   }
 
   cublasOperation_t opA = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opB = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const float *A = cf(k.inPtr[0]), *B = cf(k.inPtr[1]);
-  float *C = f(k.outPtr);
+  // Element types and sizes: a and b share one (the plan verifier's rule),
+  // the result has its own (f32 with an f32 accumulator).
+  const bool low = ops::isLowPrecision(a->dtype);
+  const cudaDataType_t abType = cudaTypeOf(a->dtype), cType = cudaTypeOf(k.output->dtype);
+  const int64_t abSize = ops::dtypeSize(a->dtype), cSize = ops::dtypeSize(k.output->dtype);
+  const char *A = static_cast<const char *>(k.inPtr[0]), *B = static_cast<const char *>(k.inPtr[1]);
+  char *C = static_cast<char *>(k.outPtr);
+  const void *C0 = accumulate ? k.inPtr[2] : nullptr;
   const int64_t total = count * cMatrix;
   KernelContext ctx = k.ctx;
   return [=] {
     if (total == 0) return;
     if (accumulate && C0 != C)
-      cudaCheck(cudaMemcpyAsync(C, C0, size_t(total) * 4, cudaMemcpyDeviceToDevice, ctx.stream),
+      cudaCheck(cudaMemcpyAsync(C, C0, size_t(total * cSize), cudaMemcpyDeviceToDevice, ctx.stream),
                 "cudaMemcpyAsync");
     if (ik == 0) {
-      if (!accumulate) launchFill(C, total, 0.f, ctx.stream);
+      if (!accumulate)
+        cudaCheck(cudaMemsetAsync(C, 0, size_t(total * cSize), ctx.stream), "cudaMemsetAsync");
       return;
     }
     const float one = 1.f, zero = 0.f;
     const float *beta = accumulate ? &one : &zero;
+    // One product (or a folded batch): C[rows x in] = op(A) op(B).
+    auto gemm = [&](const char *Bp, const char *Ap, char *Cp, int rows) {
+      if (!low) {
+        cublasCheck(cublasSgemm(ctx.cublas, opB, opA, in, rows, ik, &one,
+                                reinterpret_cast<const float *>(Bp), ldb,
+                                reinterpret_cast<const float *>(Ap), lda, beta,
+                                reinterpret_cast<float *>(Cp), ldc),
+                    "cublasSgemm");
+        return;
+      }
+      cublasCheck(cublasGemmEx(ctx.cublas, opB, opA, in, rows, ik, &one, Bp, abType, ldb, Ap,
+                               abType, lda, beta, Cp, cType, ldc, CUBLAS_COMPUTE_32F,
+                               CUBLAS_GEMM_DEFAULT),
+                  "cublasGemmEx");
+    };
     switch (how) {
     case Strategy::Single:
     case Strategy::Folded:
-      cublasCheck(cublasSgemm(ctx.cublas, opB, opA, in, foldedM, ik, &one, B, ldb, A, lda, beta,
-                              C, ldc),
-                  "cublasSgemm");
+      gemm(B, A, C, foldedM);
       break;
     case Strategy::StridedBatched:
-      cublasCheck(cublasSgemmStridedBatched(ctx.cublas, opB, opA, in, im, ik, &one, B, ldb,
-                                            strideB, A, lda, strideA, beta, C, ldc,
-                                            static_cast<long long>(cMatrix), batchCount),
-                  "cublasSgemmStridedBatched");
+      if (!low) {
+        cublasCheck(cublasSgemmStridedBatched(
+                        ctx.cublas, opB, opA, in, im, ik, &one, reinterpret_cast<const float *>(B),
+                        ldb, strideB, reinterpret_cast<const float *>(A), lda, strideA, beta,
+                        reinterpret_cast<float *>(C), ldc, static_cast<long long>(cMatrix),
+                        batchCount),
+                    "cublasSgemmStridedBatched");
+      } else {
+        cublasCheck(cublasGemmStridedBatchedEx(ctx.cublas, opB, opA, in, im, ik, &one, B, abType,
+                                               ldb, strideB, A, abType, lda, strideA, beta, C,
+                                               cType, ldc, static_cast<long long>(cMatrix),
+                                               batchCount, CUBLAS_COMPUTE_32F,
+                                               CUBLAS_GEMM_DEFAULT),
+                    "cublasGemmStridedBatchedEx");
+      }
       break;
     case Strategy::Loop:
       for (size_t i = 0; i < offA.size(); ++i)
-        cublasCheck(cublasSgemm(ctx.cublas, opB, opA, in, im, ik, &one, B + offB[i], ldb,
-                                A + offA[i], lda, beta, C + int64_t(i) * cMatrix, ldc),
-                    "cublasSgemm");
+        gemm(B + offB[i] * abSize, A + offA[i] * abSize, C + int64_t(i) * cMatrix * cSize, im);
       break;
     }
   };
@@ -158,7 +201,7 @@ Launch prepareMatMul(const KernelOperands &k) {
 } // namespace
 
 namespace kernels::Linalg {
-const CudaKernel MatMul{nullptr, prepareMatMul};
+const CudaKernel MatMul{nullptr, prepareMatMul, /*lowPrecisionNative=*/true};
 } // namespace kernels::Linalg
 
 } // namespace mpc::runtime::cuda
