@@ -21,6 +21,7 @@
 #pragma once
 
 #include "ops/Attribute.h"
+#include "support/Philox.h"
 
 #include <cstdint>
 
@@ -29,11 +30,8 @@ namespace mpc::ops {
 /// Where a tensor's elements sit in the whole mask.
 struct MaskPart {
   uint64_t offset = 0, parts = 1, part = 0, inner = 1;
-  /// The mask index of the tensor's element j.
-#ifdef __CUDACC__
-  __host__ __device__
-#endif
-  uint64_t index(uint64_t j) const {
+  /// The mask index of the tensor's element j (philox::dropoutKeep's).
+  MPC_HOST_DEVICE uint64_t index(uint64_t j) const {
     return offset + (parts == 1 ? j : (j / inner * parts + part) * inner + j % inner);
   }
 };

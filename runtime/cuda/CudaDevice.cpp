@@ -292,7 +292,7 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
   if (options_.cudaGraphs) {
     std::vector<bool> isKernel;
     for (const Action &a : actions_) isKernel.push_back(a.kind == plan::InstrKind::Kernel);
-    graphs_.plan(isKernel);
+    graphs_.findRuns(isKernel);
   }
 }
 

@@ -21,7 +21,7 @@ void KernelGraphs::release() {
   execs_.clear();
 }
 
-void KernelGraphs::plan(const std::vector<bool> &isKernel) {
+void KernelGraphs::findRuns(const std::vector<bool> &isKernel) {
   release();
   const size_t n = isKernel.size();
   ends_.assign(n, 0);

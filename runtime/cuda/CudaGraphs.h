@@ -47,7 +47,7 @@ public:
 
   /// Finds the runs of a device's list: isKernel[i] says whether
   /// instruction i is a kernel. Forgets graphs captured before.
-  void plan(const std::vector<bool> &isKernel);
+  void findRuns(const std::vector<bool> &isKernel);
   /// One past the last instruction of the run that starts at instruction
   /// `first`, or `first` when none starts there.
   size_t runEnd(size_t first) const { return first < ends_.size() ? ends_[first] : first; }
