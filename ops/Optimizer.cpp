@@ -157,6 +157,15 @@ void addOptimizerSchemas(std::vector<OpSchema> &t) {
         requireDType(o[i], DType::F32, "count_nonfinite", "x" + std::to_string(i));
       return TensorType{DType::F32, {1}};
     };
+    // Counting is a sum over elements: over parts of split operands the
+    // counts are a partial sum (P) of the whole's. Whole operands would be
+    // counted by every member, so they are counted apart.
+    r.shard = [](const ShardQuery &q) {
+      bool allSplit = true;
+      for (const Layout &l : q.layouts) allSplit = allSplit && l.split();
+      if (!allSplit) return replicatedRule(q, "count_nonfinite counts parts of split operands");
+      return ShardResult{{q.layouts.begin(), q.layouts.end()}, Layout::p(), {}, {}, {}};
+    };
     r.flops = [](TypeOps o, const TensorType &, const AttrMap &) {
       double n = 0;
       for (const TensorType &t : o) n += elems(t);

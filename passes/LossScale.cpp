@@ -14,14 +14,25 @@
 // so a step that is not skipped updates exactly as without scaling, unless
 // a gradient underflowed or overflowed in f16.
 //
+// With tensor-parallel groups the pass runs after tensor-parallel, on the
+// members: a split gradient's parts are counted by their own devices (a
+// partial sum of the whole's count: count_nonfinite's sharding rule), a
+// whole gradient by its group's first member only, so the job's total is
+// each element counted once; the two sums are all-reduced apart (a partial
+// sum and a whole value cannot meet in one op outside their group), and
+// an update's unscaled gradient is a member in the gradient's layout.
+//
 // Algorithm:
-//   1. The group: the devices of the updates and the loss's device, sorted.
+//   1. The group: the devices of the updates and of the loss and its seed,
+//      sorted.
 //   2. The scaler's state on each device of the group (mirrors of the
 //      first device's), and each device's S as a scalar.
-//   3. The seed: autodiff's fill(1) `<loss>.grad` becomes the loss device's S.
+//   3. The seed: autodiff's fill(1) `<loss>.grad` (and its members, under
+//      tensor parallelism) becomes its device's S.
 //   4. Each device's count_nonfinite over its updates' gradients (a device
 //      without updates counts nothing: fill(0)); summed over the group by an
-//      all_reduce (in group order: every device gets the same count).
+//      all_reduce (in group order: every device gets the same count). Split
+//      gradients' counts are all-reduced apart and added.
 //   5. Each update reads grad / S and the count as its `skip`; each device's
 //      loss_scale_update moves its copy of the scaler.
 //
@@ -29,10 +40,12 @@
 #include "passes/Pass.h"
 
 #include "ir/Builder.h"
+#include "ir/Device.h"
 #include "support/Error.h"
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace mpc::passes {
@@ -59,8 +72,12 @@ public:
     for (const auto &n : g.nodes())
       if (n->isOp(ir::OpKind::LossScaleUpdate)) return false; // already scaled
     Node *loss = g.find(g.loss);
-    Node *seed = g.find(g.loss + ".grad");
-    if (!loss || !seed || !seed->isOp(ir::OpKind::Fill))
+    // The seed and, after tensor-parallel, its members on the loss group.
+    std::vector<Node *> seeds;
+    for (const auto &n : g.nodes())
+      if (n->name == g.loss + ".grad" || (n->spmd && n->spmd->of == g.loss + ".grad"))
+        seeds.push_back(n.get());
+    if (!loss || seeds.empty() || !seeds[0]->isOp(ir::OpKind::Fill))
       throw InternalError("loss-scale: no seed gradient '" + g.loss + ".grad' from autodiff");
 
     // Step 1.
@@ -72,8 +89,10 @@ public:
     std::set<std::string> group;
     for (const auto &[device, us] : updates) group.insert(device);
     group.insert(loss->device);
+    for (const Node *seed : seeds) group.insert(seed->device);
     for (const std::string &d : group)
-      if (d.empty()) throw InternalError("loss-scale: a node without a device");
+      if (d.empty() || ir::parseDeviceSet(d))
+        throw InternalError("loss-scale: a node without a concrete device");
 
     // Step 2.
     // State belongs to a parameter (Graph::addState); the scaler is the
@@ -113,37 +132,46 @@ public:
     }
 
     // Step 3.
-    g.replaceAllUses(seed, scalers.at(loss->device).scalar);
-    g.erase(seed);
+    for (Node *seed : seeds) {
+      g.replaceAllUses(seed, scalers.at(seed->device).scalar);
+      g.erase(seed);
+    }
 
     // Step 4.
-    std::vector<Node *> counts;
+    std::vector<Node *> counts, splitCounts;
+    bool anySplit = false;
     for (const std::string &d : group) {
       ir::Builder b = builder(g, d);
+      std::vector<Node *> whole, split;
       auto it = updates.find(d);
-      if (it == updates.end()) {
-        counts.push_back(b.fill(0.0, {1}));
-        continue;
+      if (it != updates.end())
+        for (Node *u : it->second) {
+          Node *grad = u->inputs[1];
+          const bool isSplit = grad->spmd && grad->spmd->layout.split();
+          std::vector<Node *> &list = isSplit ? split : whole;
+          // A whole value of a group is counted by its first member only.
+          if (!isSplit && grad->spmd && grad->spmd->index != 0) continue;
+          if (std::find(list.begin(), list.end(), grad) == list.end()) list.push_back(grad);
+        }
+      counts.push_back(countOf(b, whole, "loss_scale.count"));
+      std::optional<ir::Node::Spmd> member;
+      if (!split.empty()) {
+        // Members of the partial count of this device's group.
+        member = ir::Node::Spmd{"loss_scale.count.split@" + groupOf(g, split[0]),
+                                split[0]->spmd->index, split[0]->spmd->size, ops::Layout::p()};
+        anySplit = true;
       }
-      std::vector<Node *> grads;
-      for (Node *u : it->second)
-        if (std::find(grads.begin(), grads.end(), u->inputs[1]) == grads.end())
-          grads.push_back(u->inputs[1]);
-      Node *count = nullptr;
-      for (size_t i = 0; i < grads.size(); i += ops::OpSchema::kMaxVariadicArity) {
-        std::vector<Node *> part(grads.begin() + long(i),
-                                 grads.begin() + long(std::min(grads.size(),
-                                                               i + ops::OpSchema::kMaxVariadicArity)));
-        Node *c = b.create(ir::OpKind::CountNonfinite, part, {}, "loss_scale.count");
-        count = count ? b.add(count, c) : c;
-      }
-      counts.push_back(count);
+      splitCounts.push_back(countOf(b, split, "loss_scale.count.split", member));
     }
     for (const std::string &d : group) {
       ir::Builder b = builder(g, d);
-      scalers[d].found = group.size() == 1
-                             ? counts[0]
-                             : b.create(ir::OpKind::AllReduce, counts, {}, "loss_scale.found");
+      Scaler &s = scalers[d];
+      s.found = group.size() == 1
+                    ? counts[0]
+                    : b.create(ir::OpKind::AllReduce, counts, {}, "loss_scale.found");
+      if (anySplit)
+        s.found = b.add(s.found, b.create(ir::OpKind::AllReduce, splitCounts, {},
+                                          "loss_scale.found.split"));
     }
 
     // Step 5.
@@ -153,8 +181,16 @@ public:
       std::map<Node *, Node *> unscaled;
       for (Node *u : us) {
         Node *&grad = unscaled[u->inputs[1]];
-        if (!grad) grad = b.create(ir::OpKind::Div, {u->inputs[1], s.scalar}, {},
-                                   u->inputs[1]->name + ".unscaled");
+        if (!grad) {
+          const Node *scaled = u->inputs[1];
+          grad = b.create(ir::OpKind::Div, {u->inputs[1], s.scalar}, {},
+                          scaled->name + ".unscaled");
+          // A member's part divided by S: a member of the unscaled value.
+          if (scaled->spmd) {
+            grad->spmd = scaled->spmd;
+            grad->spmd->of += ".unscaled";
+          }
+        }
         u->inputs[1] = grad;
         u->inputs.push_back(s.found);
         u->attrs["guarded"] = true;
@@ -171,6 +207,45 @@ public:
   }
 
 private:
+  /// count_nonfinite over `xs` (fill(0) for none), in parts of at most the
+  /// variadic limit, summed. With `member`: xs are split members, and every
+  /// node made is a member of a partial count (the last one of member->of).
+  static Node *countOf(ir::Builder &b, const std::vector<Node *> &xs, const std::string &name,
+                       const std::optional<ir::Node::Spmd> &member = std::nullopt) {
+    if (xs.empty()) return b.fill(0.0, {1});
+    Node *count = nullptr;
+    for (size_t i = 0; i < xs.size(); i += ops::OpSchema::kMaxVariadicArity) {
+      std::vector<Node *> part(xs.begin() + long(i),
+                               xs.begin() + long(std::min(xs.size(),
+                                                          i + ops::OpSchema::kMaxVariadicArity)));
+      Node *c = b.create(ir::OpKind::CountNonfinite, part, {}, name);
+      if (member) {
+        c->spmd = member;
+        c->spmd->of += ".part" + std::to_string(i);
+      }
+      if (count) {
+        count = b.add(count, c);
+        if (member) {
+          count->spmd = member;
+          count->spmd->of += ".sum" + std::to_string(i);
+        }
+      }
+      else count = c;
+    }
+    if (member) count->spmd = member;
+    return count;
+  }
+
+  /// The devices of the tensor-parallel group holding member `m`, joined.
+  static std::string groupOf(const Graph &g, const Node *m) {
+    std::set<std::string> devices;
+    for (const auto &n : g.nodes())
+      if (n->spmd && n->spmd->of == m->spmd->of) devices.insert(n->device);
+    std::string out;
+    for (const std::string &d : devices) out += (out.empty() ? "" : "+") + d;
+    return out;
+  }
+
   static ir::Builder builder(Graph &g, const std::string &device) {
     ir::Builder b(g);
     b.device = device;

@@ -34,13 +34,14 @@
 //      shard-optimizer-state  (--zero=1) each replica keeps a 1/R shard of
 //                     the optimizer state: gradients reduce-scattered, the
 //                     shards updated, the parameters all-gathered
-//      loss-scale     (--precision=fp16) dynamic loss scaling: the backward
-//                     starts from the scale, guarded updates skip a step
-//                     with inf or NaN gradients
 //   9. tensor-parallel  (groups mapped to several devices) each node of such
 //                     a group on all of its devices, in its layout, with
 //                     explicit redistributions: after everything else, so
 //                     that forward, backward and optimizer are one graph
+//  10. loss-scale     (--precision=fp16) dynamic loss scaling: the backward
+//                     starts from the scale, guarded updates skip a step
+//                     with inf or NaN gradients (after tensor-parallel: each
+//                     device counts the gradient parts it holds)
 //
 //===----------------------------------------------------------------------===//
 #include "passes/PassManager.h"
@@ -134,16 +135,12 @@ std::string defaultPipeline(const ir::Graph &graph, const PassOptions &options) 
     if (ops::lowTypeOf(effectivePrecision(graph, options))) p += ",autocast";
     p += dataParallel ? ",reduce-gradients,optimize-step" : ",optimize-step";
     if (dataParallel && dp.zero == 1) p += ",shard-optimizer-state";
-    if (effectivePrecision(graph, options) == "fp16") {
-      if (usesDeviceSets(graph, options))
-        throw UserError(graph.sourceFile, "--precision",
-                        "fp16 training scales the loss, which tensor-parallel groups do not "
-                        "support yet: use --precision=bf16 (no loss scaling needed)");
-      p += ",loss-scale";
-    }
   }
   else if (ops::lowTypeOf(effectivePrecision(graph, options))) p += ",autocast";
   if (usesDeviceSets(graph, options)) p += ",tensor-parallel";
+  // After tensor-parallel, on its members: a split gradient's parts are
+  // counted where they are (passes/LossScale.cpp).
+  if (!graph.loss.empty() && effectivePrecision(graph, options) == "fp16") p += ",loss-scale";
   return p;
 }
 
