@@ -5,9 +5,9 @@ import subprocess
 import time
 
 
-def time_mpc(mpc, plan, x, y, steps):
+def time_mpc(mpc, plan, x, y, steps, extra=()):
     t = time.perf_counter()
     subprocess.run([mpc, "run", plan, "--input", "x=" + x, "--input", "y=" + y,
-                    "--steps", str(steps), "--log-every", str(10 ** 9)],
+                    "--steps", str(steps), "--log-every", str(10 ** 9)] + list(extra),
                    check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - t

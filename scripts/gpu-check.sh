@@ -3,8 +3,8 @@
 # one H200, under 5 minutes): installs missing Debian build packages (apt-get
 # only; nothing else comes from the network), configures with CUDA and the
 # benchmarks on, builds the GPU targets, then runs the CUDA unit tests, the
-# cuda lit tests, gpu plans over MPI ranks (mpirun) and the GPU benchmark,
-# and prints a summary.
+# cuda lit tests, gpu plans over MPI ranks (mpirun), the GPU benchmark and
+# the GPT against PyTorch (bench/compare-gpt-gpu.py), and prints a summary.
 #   scripts/gpu-check.sh            # build in build-gpu (MPC_BUILD_DIR overrides)
 # Exit status 0 when every stage passed with a GPU, 1 when a stage failed,
 # 2 when everything passed but the GPU tests skipped (no GPU visible).
@@ -94,6 +94,10 @@ elif ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then summary+=("SKIP  mpi: no
 else stage mpi mpi_gpu; fi
 
 stage bench timeout 180 "$build/bench/cuda/mpc-bench-cuda"
+# mpc against PyTorch (eager, torch.compile) on the GPT, side by side; skips
+# itself where PyTorch sees no GPU.
+stage compare-small timeout 300 python3 bench/compare-gpt-gpu.py "$build/tools/mpc/mpc" --size small
+stage compare-large timeout 420 python3 bench/compare-gpt-gpu.py "$build/tools/mpc/mpc" --size large
 
 echo
 echo "=== gpu-check summary ($(( $(date +%s) - start ))s)"
@@ -112,4 +116,7 @@ fi
 [ -f "$log/lit.log" ] && grep -E '^(  )?(Passed|Failed|Unsupported|Skipped) *:' "$log/lit.log"
 [ -f "$log/mpi.log" ] && grep -E '^(---|mpi:|one GPU)' "$log/mpi.log"
 [ -f "$log/bench.log" ] && cat "$log/bench.log"
+for size in small large; do
+  [ -f "$log/compare-$size.log" ] && grep -vE '^(real|user|sys)' "$log/compare-$size.log" | tail -16
+done
 exit $status

@@ -52,7 +52,7 @@ def gpt_loss(P, x, y, cfg, train=False):
     hd, eps = D // H, cfg["eps"]
     p = cfg["dropout"] if train else 0.0
     drop = (lambda t: F.dropout(t, p, True)) if p > 0 else (lambda t: t)
-    future = torch.ones(T, T, dtype=torch.bool).triu(1)  # j > i
+    future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)  # j > i
     h = drop(F.embedding(x.long(), P["wte"]) + P["wpe"])
     for i in range(cfg["blocks"]):
         b = "h%d." % i
