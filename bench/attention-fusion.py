@@ -2,9 +2,9 @@
 """The fused attention op against the unfused chain, on a GPT training step.
 
 Writes the GPT of examples/gpt/make_model.py (defaults: 4 blocks, d 128, 4
-heads, context 128, batch 16, attention dropout 0; --dropout P after `--`
-changes it), compiles it twice on --devices devices with --microbatches,
-once as mpc compiles by default (attention fused) and once with
+heads, context 128, batch 16, attention dropout 0; make_model.py's options
+after `--` change them), compiles it twice on --devices devices with
+--microbatches, once as mpc compiles by default (attention fused) and once with
 --no-fuse-attention (matmul -> scale -> causal_mask -> softmax [-> dropout]
 -> matmul), and times `mpc run` for N/5 and N steps of each, in
 turn: the difference of the wall times over the difference of the step
@@ -20,6 +20,7 @@ usage: attention-fusion.py MPC [--steps N] [--reps R] [--devices D] [--microbatc
                            [-- MAKE_MODEL_ARGS...]
 """
 import argparse
+import json
 import os
 import re
 import statistics
@@ -30,7 +31,7 @@ import tempfile
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from mpc_timing import time_mpc  # noqa: E402
+from mpc_timing import time_mpc, write_tokens  # noqa: E402
 GPT = os.path.join(HERE, "..", "examples", "gpt")
 
 
@@ -60,20 +61,18 @@ def main():
              "--batch", "16"]
     subprocess.run([sys.executable, os.path.join(GPT, "make_model.py"), "--vocab", "113",
                     "--devices", str(args.devices), "--dropout", "0", "-o", model] + shape + rest,
-                   check=True)  # a --dropout in `rest` comes later and wins
+                   check=True)  # an option in `rest` comes later and wins
     m = ["--microbatches", str(args.microbatches)]
     plans = {"fused": os.path.join(work, "fused.bin"), "unfused": os.path.join(work, "unfused.bin")}
     peaks = {}
     peaks["fused"], n = compile_plan(args.mpc, model, plans["fused"], m)
     peaks["unfused"], _ = compile_plan(args.mpc, model, plans["unfused"],
                                        m + ["--no-fuse-attention"])
-    context = int(shape[shape.index("--context") + 1])
+    # The batch and context the model has (`rest` may change them).
+    with open(model) as f:
+        batch, context = json.load(f)["inputs"]["x"]["shape"]
     n2, n1 = args.steps, max(1, args.steps // 5)
-    rng = np.random.default_rng(0)
-    ids = rng.integers(0, 113, (n2 * 16, context + 1), dtype=np.int32)
-    x, y = os.path.join(work, "x.npy"), os.path.join(work, "y.npy")
-    np.save(x, np.ascontiguousarray(ids[:, :-1]))
-    np.save(y, np.ascontiguousarray(ids[:, 1:]))
+    x, y, _, _ = write_tokens(np, work, 113, n2 * batch, context)
     print("GPT %s, %d devices, %d micro-batches; %d attention chains fused; OPENBLAS_CORETYPE %s"
           % (" ".join(shape + rest), args.devices, args.microbatches, n,
              os.environ.get("OPENBLAS_CORETYPE", "unset")))

@@ -40,7 +40,7 @@ import time
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from mpc_timing import time_mpc  # noqa: E402
+from mpc_timing import time_mpc, write_tokens  # noqa: E402
 GPT = os.path.join(HERE, "..", "examples", "gpt")
 
 SIZES = {
@@ -64,7 +64,10 @@ def torch_step_fn(torch, G, model, xs, ys, device, autocast, compile_mode):
     yt = torch.from_numpy(ys).to(device)
     dev_type = "cuda" if device == "cuda" else "cpu"
 
+    batches = len(xs) // B
+
     def step(s):
+        s %= batches  # the data's batches in turn
         x, y = xt[s * B:(s + 1) * B], yt[s * B:(s + 1) * B]
         with torch.autocast(dev_type, dtype=torch.bfloat16, enabled=autocast):
             loss = loss_fn(x, y)
@@ -83,7 +86,7 @@ def time_torch(torch, step, steps, device):
     warm = time.perf_counter() - t
     t = time.perf_counter()
     for s in range(steps):
-        step(s % 8)
+        step(s)
     sync()
     return (time.perf_counter() - t) / steps, warm
 
@@ -117,12 +120,7 @@ def main():
         model = json.load(f)
     cfg = G.config(model)
     n2, n1 = args.steps, max(1, args.steps // 5)
-    rng = np.random.default_rng(0)
-    ids = rng.integers(0, cfg["vocab"], (n2 * cfg["batch"], cfg["context"] + 1), dtype=np.int32)
-    xs, ys = np.ascontiguousarray(ids[:, :-1]), np.ascontiguousarray(ids[:, 1:])
-    x, y = os.path.join(work, "x.npy"), os.path.join(work, "y.npy")
-    np.save(x, xs)
-    np.save(y, ys)
+    x, y, xs, ys = write_tokens(np, work, cfg["vocab"], n2 * cfg["batch"], cfg["context"])
 
     # The variants: name -> a function timing one round (seconds per step).
     variants = {}

@@ -34,7 +34,7 @@ import time
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from mpc_timing import time_mpc  # noqa: E402
+from mpc_timing import time_mpc, write_tokens  # noqa: E402
 GPT = os.path.join(HERE, "..", "examples", "gpt")
 
 
@@ -116,12 +116,7 @@ def main():
     subprocess.run([args.mpc, "compile", model_path, "-o", plan,
                     "--microbatches", str(args.microbatches)], check=True)
     n2, n1 = args.steps, max(1, args.steps // 5)
-    rng = np.random.default_rng(0)
-    ids = rng.integers(0, cfg["vocab"], (n2 * cfg["batch"], cfg["context"] + 1), dtype=np.int32)
-    xs, ys = np.ascontiguousarray(ids[:, :-1]), np.ascontiguousarray(ids[:, 1:])
-    x, y = os.path.join(work, "x.npy"), os.path.join(work, "y.npy")
-    np.save(x, xs)
-    np.save(y, ys)
+    x, y, xs, ys = write_tokens(np, work, cfg["vocab"], n2 * cfg["batch"], cfg["context"])
 
     print("OpenBLAS kernels: %s; %d CPU cores; mpc %d devices, %d micro-batches; "
           "PyTorch %s, %d threads" % (core or "as loaded", os.cpu_count(), args.devices,

@@ -118,10 +118,9 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
   // instruction that needs the most, as the device runs one instruction at
   // a time.
   uint64_t lowStagingBytes = 0;
-  auto lowStaged = [&](const plan::Instr &in) {
+  auto lowStaged = [&](const plan::Instr &in, const CudaKernel *k) {
     uint64_t need = 0;
-    const CudaKernel *k = cudaKernels().find(in.op);
-    if (in.kind != plan::InstrKind::Kernel || !k || k->lowPrecisionNative) return need;
+    if (!k || k->lowPrecisionNative) return need;
     for (uint32_t id : in.inputs)
       if (ops::isLowPrecision(bufs[id].dtype)) need += alignUp(uint64_t(bufs[id].numElements()) * 4);
     if (ops::isLowPrecision(bufs[in.output].dtype))
@@ -139,8 +138,8 @@ void CudaBackend::load(const plan::Plan &plan, uint32_t device) {
       // The ops that run cuBLAS GEMMs: matmul, and conv2d's im2col products.
       anyMatmul |= in.op == "matmul" || in.op == "conv2d" || in.op == "conv2d_grad_input" ||
                    in.op == "conv2d_grad_weight";
-      lowStagingBytes = std::max(lowStagingBytes, lowStaged(in));
       const CudaKernel *k = cudaKernels().find(in.op);
+      lowStagingBytes = std::max(lowStagingBytes, lowStaged(in, k));
       if (k && k->scratchFloats) {
         KernelOperands ops;
         ops.instr = &in;
