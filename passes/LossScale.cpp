@@ -138,30 +138,29 @@ public:
     }
 
     // Step 4.
-    std::vector<Node *> counts, splitCounts;
+    std::map<std::string, std::vector<Node *>> whole, split;
     bool anySplit = false;
+    for (const auto &[d, us] : updates)
+      for (Node *u : us) {
+        Node *grad = u->inputs[1];
+        const bool isSplit = grad->spmd && grad->spmd->layout.split();
+        std::vector<Node *> &list = (isSplit ? split : whole)[d];
+        // A whole value of a group is counted by its first member only.
+        if (!isSplit && grad->spmd && grad->spmd->index != 0) continue;
+        if (std::find(list.begin(), list.end(), grad) == list.end()) list.push_back(grad);
+        anySplit |= isSplit;
+      }
+    std::vector<Node *> counts, splitCounts;
     for (const std::string &d : group) {
       ir::Builder b = builder(g, d);
-      std::vector<Node *> whole, split;
-      auto it = updates.find(d);
-      if (it != updates.end())
-        for (Node *u : it->second) {
-          Node *grad = u->inputs[1];
-          const bool isSplit = grad->spmd && grad->spmd->layout.split();
-          std::vector<Node *> &list = isSplit ? split : whole;
-          // A whole value of a group is counted by its first member only.
-          if (!isSplit && grad->spmd && grad->spmd->index != 0) continue;
-          if (std::find(list.begin(), list.end(), grad) == list.end()) list.push_back(grad);
-        }
-      counts.push_back(countOf(b, whole, "loss_scale.count"));
+      counts.push_back(countOf(b, whole[d], "loss_scale.count"));
+      if (!anySplit) continue;
       std::optional<ir::Node::Spmd> member;
-      if (!split.empty()) {
+      if (const std::vector<Node *> &parts = split[d]; !parts.empty())
         // Members of the partial count of this device's group.
-        member = ir::Node::Spmd{"loss_scale.count.split@" + groupOf(g, split[0]),
-                                split[0]->spmd->index, split[0]->spmd->size, ops::Layout::p()};
-        anySplit = true;
-      }
-      splitCounts.push_back(countOf(b, split, "loss_scale.count.split", member));
+        member = ir::Node::Spmd{"loss_scale.count.split@" + groupOf(g, parts[0]),
+                                parts[0]->spmd->index, parts[0]->spmd->size, ops::Layout::p()};
+      splitCounts.push_back(countOf(b, split[d], "loss_scale.count.split", member));
     }
     for (const std::string &d : group) {
       ir::Builder b = builder(g, d);
