@@ -43,11 +43,17 @@
 //   zb-h1, zb-h2      the 1f1b sequence of F and B, and at most L
 //                     micro-batches open on the device (forward begun, last
 //                     backward action not yet). zb-h1: W = p - r - 1 and
-//                     L = p - r, 1F1B's bound. zb-h2: W = 2(p - r - 1) and
-//                     L = 2p - 1 on every stage, twice 1F1B's first stage:
-//                     the extra forwards fill the warm-up, and the last
-//                     stages may put their W off to the end, where the
-//                     first stages would otherwise wait. The W actions wait
+//                     L = p on every stage, the bound of 1F1B's first stage
+//                     (the paper's "same number of micro-batches in flight"
+//                     on all stages): stage r may keep up to r W actions
+//                     waiting, so its next B, on the chain back to the first
+//                     stage, need not queue behind them. A waiting W holds
+//                     less than an open forward (its input and its output
+//                     gradient). zb-h2: W = 2(p - r - 1) and L = 2p - 1 on
+//                     every stage, twice 1F1B's first stage: the extra
+//                     forwards fill the warm-up, and the last stages may put
+//                     their W off to the end, where the first stages would
+//                     otherwise wait. The W actions wait
 //                     in micro-batch order: the oldest runs when the next F
 //                     would open one micro-batch too many, and whenever the
 //                     next F or B is not ready (its data is still on another
@@ -424,9 +430,8 @@ private:
 
   /// Zero-bubble schedules: micro-batches a device may hold open (L).
   int64_t openBound(uint32_t d) const {
-    auto r = rank_.find(d);
-    if (r == rank_.end()) return std::numeric_limits<int64_t>::max();
-    int64_t l = schedule_ == "zb-h2" ? 2 * int64_t(p_) - 1 : int64_t(p_ - r->second);
+    if (!rank_.count(d)) return std::numeric_limits<int64_t>::max();
+    int64_t l = schedule_ == "zb-h2" ? 2 * int64_t(p_) - 1 : int64_t(p_);
     return l * v_;
   }
 
