@@ -6,24 +6,27 @@
 //     tanh MLP, batch 512, two layers per device, the input 1536 wide so
 //     that both stages do the same GEMM work (bench/MlpModel.h), mse, SGD;
 //     the step time with M micro-batches under 1f1b, zb-h1 and zb-h2,
-//     each the fastest of 5 rounds of 0.5 s taken in turns with the
-//     baselines. Counters:
+//     in 12 rounds taken in turns with the baselines (in a round each
+//     runs one step untimed, then 4 timed). Counters:
 //       <s>_speedup        unpipelined step time (M = 1, the same devices:
 //                          the stages already overlap their backward
-//                          there) / schedule s's step time; `speedup` is
-//                          the best schedule's;
+//                          there) / schedule s's step time, the median
+//                          over the rounds of the ratio within a round;
+//                          `speedup` is the best schedule's;
+//       <s>_ms             schedule s's fastest round, per step;
 //       <s>_bubble         measured: 1 - T(one device, M = 1) / (p * step
-//                          time), device time not spent on the one-device
-//                          work;
+//                          time), fastest rounds, device time not spent on
+//                          the one-device work;
 //       <s>_predicted      the cost model's bubble (compile --stats);
 //       bubble_analytic    (p-1)/(M+p-1), 1F1B's bound.
 //   * Schedules/p/M: gpipe, 1f1b, zb-h1 and zb-h2 in one run on p balanced
 //     stages (p = 2: 4 x 1024 layers, batch 512; p = 4: 8 x 512 layers,
-//     batch 256; two layers per stage, the input 1.5 times as wide), each
-//     step time the fastest of 3 rounds of 0.5 s taken in
-//     turns. Counters per schedule: <s>_ms, <s>_vs_1f1b (step time against
-//     1F1B's), <s>_bubble (measured: 1 - T(one device) / (p * step time)),
-//     <s>_predicted (the cost model's bubble).
+//     batch 256; two layers per stage, the input 1.5 times as wide), in 12
+//     rounds taken in turns (one step untimed, then 4 timed). Counters per
+//     schedule: <s>_ms (the fastest round, per step), <s>_vs_1f1b (step time against 1F1B's, the
+//     median over the rounds of the ratio within a round), <s>_bubble
+//     (measured: 1 - T(one device) / (p * fastest round)), <s>_predicted
+//     (the cost model's bubble).
 //   * StageZeroArena: an 8 x 256 tanh MLP, batch 4096, on p = 4 stages with
 //     M = 16 micro-batches (activations outweigh the weights, as where
 //     pipelining is used); the peak arena of stage 0 under 1F1B / under
@@ -42,10 +45,12 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
 #include <random>
 #include <vector>
-#include <memory>
-#include <map>
 
 namespace {
 
@@ -76,16 +81,36 @@ Compiled compile(const std::string &json, int64_t microbatches, const std::strin
 constexpr int kBatch = 512, kWidth = 1024, kLayers = 4;
 const std::vector<std::string> kSpeedSchedules = {"1f1b", "zb-h1", "zb-h2"};
 
-/// Best seconds per step of each executor: `rounds` rounds of `seconds`
-/// each, taken in turns, so that a noisy moment of the machine hits all.
-std::vector<double> bestInTurns(const std::vector<runtime::Executor *> &runs, int rounds,
-                                double seconds) {
-  std::vector<double> best(runs.size(), 1e30);
-  for (int round = 0; round < rounds; ++round)
-    for (size_t i = 0; i < runs.size(); ++i)
-      best[i] = std::min(best[i], secondsPerStep(*runs[i], seconds));
-  return best;
+/// Seconds per step of each executor in each of `rounds` rounds: in a
+/// round each executor in turn runs one step untimed (its memory back in
+/// the caches after the others') and then `steps` timed ones; the order
+/// rotates by one per round. Neighbouring turns share the machine's moment,
+/// so the ratio of two executors' times in one round cancels most of a
+/// shared machine's drift, which moves single runs by 20% and more.
+std::vector<std::vector<double>> pairedSteps(const std::vector<runtime::Executor *> &runs,
+                                             int rounds, int steps) {
+  std::vector<std::vector<double>> t(runs.size(), std::vector<double>(size_t(rounds)));
+  for (int r = 0; r < rounds; ++r)
+    for (size_t j = 0; j < runs.size(); ++j) {
+      const size_t i = (j + size_t(r)) % runs.size();
+      runs[i]->step();
+      auto start = bench::Clock::now();
+      for (int s = 0; s < steps; ++s) runs[i]->step();
+      t[i][size_t(r)] =
+          std::chrono::duration<double>(bench::Clock::now() - start).count() / double(steps);
+    }
+  return t;
 }
+
+/// The median over rounds of a[r] / b[r].
+double medianRatio(const std::vector<double> &a, const std::vector<double> &b) {
+  std::vector<double> q(a.size());
+  for (size_t r = 0; r < a.size(); ++r) q[r] = a[r] / b[r];
+  std::nth_element(q.begin(), q.begin() + long(q.size() / 2), q.end());
+  return q[q.size() / 2];
+}
+
+double fastest(const std::vector<double> &t) { return *std::min_element(t.begin(), t.end()); }
 
 void PipelinedMlpStep(benchmark::State &state) {
   const int64_t m = state.range(0);
@@ -103,22 +128,23 @@ void PipelinedMlpStep(benchmark::State &state) {
     runs.push_back(pipelined.back().get());
   }
   for (runtime::Executor *ex : runs) fillInputs(*ex);
-  std::vector<double> best;
-  for (auto _ : state) best = bestInTurns(runs, 5, 0.5);
-  const double p = 2, oneDevice = best[0], unpipelined = best[1];
+  std::vector<std::vector<double>> t;
+  for (auto _ : state) t = pairedSteps(runs, 12, 4);
+  const double p = 2, oneDevice = fastest(t[0]), unpipelined = fastest(t[1]);
   state.counters["unpipelined_ms"] = unpipelined * 1e3;
   state.counters["bubble_analytic"] = (p - 1) / (double(m) + p - 1);
-  double fastest = 1e30;
+  double best = 0;
   for (size_t i = 0; i < kSpeedSchedules.size(); ++i) {
     const std::string &s = kSpeedSchedules[i];
-    const double step = best[2 + i];
-    fastest = std::min(fastest, step);
-    state.counters[s + "_ms"] = step * 1e3;
-    state.counters[s + "_speedup"] = unpipelined / step;
-    state.counters[s + "_bubble"] = 1.0 - oneDevice / (p * step);
+    const std::vector<double> &steps = t[2 + i];
+    const double speedup = medianRatio(t[1], steps);
+    best = std::max(best, speedup);
+    state.counters[s + "_ms"] = fastest(steps) * 1e3;
+    state.counters[s + "_speedup"] = speedup;
+    state.counters[s + "_bubble"] = 1.0 - oneDevice / (p * fastest(steps));
     state.counters[s + "_predicted"] = predicted[i];
   }
-  state.counters["speedup"] = unpipelined / fastest;
+  state.counters["speedup"] = best;
 }
 BENCHMARK(PipelinedMlpStep)->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)
     ->Iterations(1);
@@ -136,7 +162,7 @@ void Schedules(benchmark::State &state) {
   fillInputs(one);
   const std::vector<std::string> schedules = {"gpipe", "1f1b", "zb-h1", "zb-h2"};
   std::vector<std::unique_ptr<runtime::Executor>> runs;
-  std::vector<double> predicted, best;
+  std::vector<double> predicted;
   for (const std::string &s : schedules) {
     Compiled c = compile(json, m, s);
     predicted.push_back(codegen::predictPipelineCost(c.plan).predictedBubble);
@@ -145,15 +171,14 @@ void Schedules(benchmark::State &state) {
   }
   std::vector<runtime::Executor *> turns = {&one};
   for (auto &r : runs) turns.push_back(r.get());
-  std::vector<double> times;
-  for (auto _ : state) times = bestInTurns(turns, 3, 0.5);
-  const double oneDevice = times[0];
-  best.assign(times.begin() + 1, times.end());
+  std::vector<std::vector<double>> t;
+  for (auto _ : state) t = pairedSteps(turns, 12, 4);
+  const double oneDevice = fastest(t[0]);
   for (size_t i = 0; i < schedules.size(); ++i) {
     const std::string &s = schedules[i];
-    state.counters[s + "_ms"] = best[i] * 1e3;
-    state.counters[s + "_vs_1f1b"] = best[i] / best[1];
-    state.counters[s + "_bubble"] = 1.0 - oneDevice / (double(p) * best[i]);
+    state.counters[s + "_ms"] = fastest(t[1 + i]) * 1e3;
+    state.counters[s + "_vs_1f1b"] = medianRatio(t[1 + i], t[2]);
+    state.counters[s + "_bubble"] = 1.0 - oneDevice / (double(p) * fastest(t[1 + i]));
     state.counters[s + "_predicted"] = predicted[i];
   }
 }
