@@ -50,8 +50,20 @@ double kernelBytes(const DeviceProgram &d, const Instr &in) {
   return bytes;
 }
 
+/// A matmul's arithmetic slows with few result rows: GEMM libraries pack
+/// the right operand on every call (and GPUs fill fewer tiles), a cost that
+/// grows with the weight, not the rows. The model charges a product of m
+/// rows m / (m + kGemmRowOverhead) of its large-m speed.
+double gemmRowFactor(const DeviceProgram &d, const Instr &in) {
+  if (in.op != "matmul" || in.output >= d.buffers.size()) return 1;
+  const std::vector<int64_t> &shape = d.buffers[in.output].shape;
+  const double rows = shape.size() >= 2 ? double(shape[shape.size() - 2]) : 1;
+  return rows > 0 ? (rows + kGemmRowOverhead) / rows : 1;
+}
+
 double kernelSeconds(const DeviceProgram &d, const Instr &in) {
-  return kernelFlops(d, in) / kModelFlopsPerSecond + kernelBytes(d, in) / kModelBytesPerSecond;
+  return kernelFlops(d, in) * gemmRowFactor(d, in) / kModelFlopsPerSecond +
+         kernelBytes(d, in) / kModelBytesPerSecond;
 }
 
 double transferSeconds(uint64_t bytes) {

@@ -6,7 +6,8 @@
 // formulas:
 //   * a kernel takes flops/F + bytes/B seconds: its op's FLOP count from the
 //     op table (OpSchema::flopCount) over its buffers' types, and the bytes
-//     of its operands and result, with F = 10 GFLOP/s and B = 10 GB/s;
+//     of its operands and result, with F = 10 GFLOP/s and B = 10 GB/s; a
+//     matmul with m result rows at m / (m + 28) of F (kGemmRowOverhead);
 //   * a transfer's message arrives bytes/B plus a fixed 5 µs after its send;
 //   * a collective over R devices: every member sends and receives R-1
 //     messages per phase, each of about bytes/R, so a phase costs
@@ -35,6 +36,16 @@ inline constexpr double kModelFlopsPerSecond = 1e10;
 inline constexpr double kModelBytesPerSecond = 1e10;
 /// The fixed latency of one transfer's message.
 inline constexpr double kModelTransferLatency = 5e-6;
+/// A matmul of m result rows runs at m / (m + kGemmRowOverhead) of the
+/// model's FLOP rate: a per-call cost that grows with the right operand
+/// (sgemm packs it on every call), not with the rows. Measured with
+/// OpenBLAS's SkylakeX sgemm, one thread, a 1024 x 1024 right operand, as
+/// a share of its rate at 1024 and 2048 rows (about 180 GFLOP/s):
+/// 0.69-0.74 at 64 rows, 0.77-0.87 at 128, 0.93-0.98 at 256, 0.94-1.0 at
+/// 512; the formula gives 0.70, 0.82, 0.90 and 0.95. It is what makes
+/// splitting a batch into ever more micro-batches stop paying
+/// (--microbatches=auto).
+inline constexpr double kGemmRowOverhead = 28;
 
 enum class CollectiveTransport {
   InProcess, ///< devices on threads of one process (runtime/Channel.h)
