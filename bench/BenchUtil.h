@@ -3,8 +3,10 @@
 
 #include "runtime/Executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
+#include <vector>
 
 namespace mpc::bench {
 
@@ -45,6 +47,40 @@ double timedSteps(BenchmarkState &state, runtime::Executor &ex) {
   for (auto _ : state) ex.step();
   return std::chrono::duration<double>(Clock::now() - start).count() /
          double(state.iterations());
+}
+
+/// Seconds per step of each executor in each of `rounds` rounds: in a
+/// round each executor in turn runs one step untimed (its memory back in
+/// the caches after the others') and then `steps` timed ones; the order
+/// rotates by one per round. Neighbouring turns share the machine's moment,
+/// so the ratio of two executors' times in one round cancels most of a
+/// shared machine's drift, which moves single runs by 20% and more.
+inline std::vector<std::vector<double>>
+pairedSteps(const std::vector<runtime::Executor *> &runs, int rounds, int steps) {
+  std::vector<std::vector<double>> t(runs.size(), std::vector<double>(size_t(rounds)));
+  for (int r = 0; r < rounds; ++r)
+    for (size_t j = 0; j < runs.size(); ++j) {
+      const size_t i = (j + size_t(r)) % runs.size();
+      runs[i]->step();
+      auto start = Clock::now();
+      for (int s = 0; s < steps; ++s) runs[i]->step();
+      t[i][size_t(r)] =
+          std::chrono::duration<double>(Clock::now() - start).count() / double(steps);
+    }
+  return t;
+}
+
+/// The median over rounds of a[r] / b[r].
+inline double medianRatio(const std::vector<double> &a, const std::vector<double> &b) {
+  std::vector<double> q(a.size());
+  for (size_t r = 0; r < a.size(); ++r) q[r] = a[r] / b[r];
+  std::nth_element(q.begin(), q.begin() + long(q.size() / 2), q.end());
+  return q[q.size() / 2];
+}
+
+/// The least of a round's times.
+inline double fastest(const std::vector<double> &t) {
+  return *std::min_element(t.begin(), t.end());
 }
 
 } // namespace mpc::bench

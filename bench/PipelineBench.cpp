@@ -23,10 +23,10 @@
 //     stages (p = 2: 4 x 1024 layers, batch 512; p = 4: 8 x 512 layers,
 //     batch 256; two layers per stage, the input 1.5 times as wide), in 12
 //     rounds taken in turns (one step untimed, then 4 timed). Counters per
-//     schedule: <s>_ms (the fastest round, per step), <s>_vs_1f1b (step time against 1F1B's, the
-//     median over the rounds of the ratio within a round), <s>_bubble
-//     (measured: 1 - T(one device) / (p * fastest round)), <s>_predicted
-//     (the cost model's bubble).
+//     schedule: <s>_ms (the fastest round, per step), <s>_vs_1f1b (step
+//     time against 1F1B's, the median over the rounds of the ratio within
+//     a round), <s>_bubble (measured: 1 - T(one device) / (p * fastest
+//     round)), <s>_predicted (the cost model's bubble).
 //   * StageZeroArena: an 8 x 256 tanh MLP, batch 4096, on p = 4 stages with
 //     M = 16 micro-batches (activations outweigh the weights, as where
 //     pipelining is used); the peak arena of stage 0 under 1F1B / under
@@ -46,7 +46,6 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <memory>
 #include <random>
@@ -56,8 +55,10 @@ namespace {
 
 using namespace mpc;
 using bench::mlpModelJson;
+using bench::fastest;
 using bench::fillInputs;
-using bench::secondsPerStep;
+using bench::medianRatio;
+using bench::pairedSteps;
 
 struct Compiled {
   std::unique_ptr<ir::Graph> graph;
@@ -79,55 +80,39 @@ Compiled compile(const std::string &json, int64_t microbatches, const std::strin
 }
 
 constexpr int kBatch = 512, kWidth = 1024, kLayers = 4;
+const std::string kSgd = R"({"sgd": {"lr": 0.001}})";
 const std::vector<std::string> kSpeedSchedules = {"1f1b", "zb-h1", "zb-h2"};
 
-/// Seconds per step of each executor in each of `rounds` rounds: in a
-/// round each executor in turn runs one step untimed (its memory back in
-/// the caches after the others') and then `steps` timed ones; the order
-/// rotates by one per round. Neighbouring turns share the machine's moment,
-/// so the ratio of two executors' times in one round cancels most of a
-/// shared machine's drift, which moves single runs by 20% and more.
-std::vector<std::vector<double>> pairedSteps(const std::vector<runtime::Executor *> &runs,
-                                             int rounds, int steps) {
-  std::vector<std::vector<double>> t(runs.size(), std::vector<double>(size_t(rounds)));
-  for (int r = 0; r < rounds; ++r)
-    for (size_t j = 0; j < runs.size(); ++j) {
-      const size_t i = (j + size_t(r)) % runs.size();
-      runs[i]->step();
-      auto start = bench::Clock::now();
-      for (int s = 0; s < steps; ++s) runs[i]->step();
-      t[i][size_t(r)] =
-          std::chrono::duration<double>(bench::Clock::now() - start).count() / double(steps);
-    }
-  return t;
-}
+/// Each schedule's plan of `json` with `m` micro-batches, ready to run
+/// (inputs filled), and the cost model's bubble for it.
+struct ScheduleRuns {
+  std::vector<std::unique_ptr<runtime::Executor>> executors;
+  std::vector<double> predictedBubble;
+};
 
-/// The median over rounds of a[r] / b[r].
-double medianRatio(const std::vector<double> &a, const std::vector<double> &b) {
-  std::vector<double> q(a.size());
-  for (size_t r = 0; r < a.size(); ++r) q[r] = a[r] / b[r];
-  std::nth_element(q.begin(), q.begin() + long(q.size() / 2), q.end());
-  return q[q.size() / 2];
+ScheduleRuns compileSchedules(const std::string &json, int64_t m,
+                              const std::vector<std::string> &schedules) {
+  ScheduleRuns r;
+  for (const std::string &s : schedules) {
+    Compiled c = compile(json, m, s);
+    r.predictedBubble.push_back(codegen::predictPipelineCost(c.plan).predictedBubble);
+    r.executors.push_back(std::make_unique<runtime::Executor>(std::move(c.plan)));
+    fillInputs(*r.executors.back());
+  }
+  return r;
 }
-
-double fastest(const std::vector<double> &t) { return *std::min_element(t.begin(), t.end()); }
 
 void PipelinedMlpStep(benchmark::State &state) {
   const int64_t m = state.range(0);
-  const std::string json = mlpModelJson(kBatch, kWidth, kLayers, 2, R"({"sgd": {"lr": 0.001}})",
-                                        bench::balancedInputWidth(kWidth));
+  const std::string json =
+      mlpModelJson(kBatch, kWidth, kLayers, 2, kSgd, bench::balancedInputWidth(kWidth));
   runtime::Executor one(compile(json, 1, "1f1b", {{"s0", "cpu:0"}, {"s1", "cpu:0"}}).plan);
   runtime::Executor flat(compile(json, 1, "1f1b").plan);
+  fillInputs(one);
+  fillInputs(flat);
+  ScheduleRuns pipelined = compileSchedules(json, m, kSpeedSchedules);
   std::vector<runtime::Executor *> runs = {&one, &flat};
-  std::vector<std::unique_ptr<runtime::Executor>> pipelined;
-  std::vector<double> predicted;
-  for (const std::string &s : kSpeedSchedules) {
-    Compiled c = compile(json, m, s);
-    predicted.push_back(codegen::predictPipelineCost(c.plan).predictedBubble);
-    pipelined.push_back(std::make_unique<runtime::Executor>(std::move(c.plan)));
-    runs.push_back(pipelined.back().get());
-  }
-  for (runtime::Executor *ex : runs) fillInputs(*ex);
+  for (auto &ex : pipelined.executors) runs.push_back(ex.get());
   std::vector<std::vector<double>> t;
   for (auto _ : state) t = pairedSteps(runs, 12, 4);
   const double p = 2, oneDevice = fastest(t[0]), unpipelined = fastest(t[1]);
@@ -142,7 +127,7 @@ void PipelinedMlpStep(benchmark::State &state) {
     state.counters[s + "_ms"] = fastest(steps) * 1e3;
     state.counters[s + "_speedup"] = speedup;
     state.counters[s + "_bubble"] = 1.0 - oneDevice / (p * fastest(steps));
-    state.counters[s + "_predicted"] = predicted[i];
+    state.counters[s + "_predicted"] = pipelined.predictedBubble[i];
   }
   state.counters["speedup"] = best;
 }
@@ -152,25 +137,17 @@ BENCHMARK(PipelinedMlpStep)->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecon
 void Schedules(benchmark::State &state) {
   const int p = int(state.range(0));
   const int64_t m = state.range(1);
-  const std::string sgd = R"({"sgd": {"lr": 0.001}})";
   const std::string json =
-      p == 2 ? mlpModelJson(512, 1024, 4, 2, sgd, bench::balancedInputWidth(1024))
-             : mlpModelJson(256, 512, 8, p, sgd, bench::balancedInputWidth(512));
+      p == 2 ? mlpModelJson(512, 1024, 4, 2, kSgd, bench::balancedInputWidth(1024))
+             : mlpModelJson(256, 512, 8, p, kSgd, bench::balancedInputWidth(512));
   std::map<std::string, std::string> oneDeviceMap;
   for (int s = 0; s < p; ++s) oneDeviceMap["s" + std::to_string(s)] = "cpu:0";
   runtime::Executor one(compile(json, 1, "1f1b", oneDeviceMap).plan);
   fillInputs(one);
   const std::vector<std::string> schedules = {"gpipe", "1f1b", "zb-h1", "zb-h2"};
-  std::vector<std::unique_ptr<runtime::Executor>> runs;
-  std::vector<double> predicted;
-  for (const std::string &s : schedules) {
-    Compiled c = compile(json, m, s);
-    predicted.push_back(codegen::predictPipelineCost(c.plan).predictedBubble);
-    runs.push_back(std::make_unique<runtime::Executor>(std::move(c.plan)));
-    fillInputs(*runs.back());
-  }
+  ScheduleRuns runs = compileSchedules(json, m, schedules);
   std::vector<runtime::Executor *> turns = {&one};
-  for (auto &r : runs) turns.push_back(r.get());
+  for (auto &ex : runs.executors) turns.push_back(ex.get());
   std::vector<std::vector<double>> t;
   for (auto _ : state) t = pairedSteps(turns, 12, 4);
   const double oneDevice = fastest(t[0]);
@@ -179,7 +156,7 @@ void Schedules(benchmark::State &state) {
     state.counters[s + "_ms"] = fastest(t[1 + i]) * 1e3;
     state.counters[s + "_vs_1f1b"] = medianRatio(t[1 + i], t[2]);
     state.counters[s + "_bubble"] = 1.0 - oneDevice / (double(p) * fastest(t[1 + i]));
-    state.counters[s + "_predicted"] = predicted[i];
+    state.counters[s + "_predicted"] = runs.predictedBubble[i];
   }
 }
 BENCHMARK(Schedules)->Args({2, 4})->Args({2, 8})->Args({4, 4})->Args({4, 8})
