@@ -50,10 +50,8 @@ double kernelBytes(const DeviceProgram &d, const Instr &in) {
   return bytes;
 }
 
-/// A matmul's arithmetic slows with few result rows: GEMM libraries pack
-/// the right operand on every call (and GPUs fill fewer tiles), a cost that
-/// grows with the weight, not the rows. The model charges a product of m
-/// rows m / (m + kGemmRowOverhead) of its large-m speed.
+/// How much slower than the model's rate a matmul runs for its few result
+/// rows (kGemmRowOverhead, CostModel.h); 1 for every other kernel.
 double gemmRowFactor(const DeviceProgram &d, const Instr &in) {
   if (in.op != "matmul" || in.output >= d.buffers.size()) return 1;
   const std::vector<int64_t> &shape = d.buffers[in.output].shape;
