@@ -51,8 +51,9 @@ double timedSteps(BenchmarkState &state, runtime::Executor &ex) {
 
 /// Seconds per step of each executor in each of `rounds` rounds: in a
 /// round each executor in turn runs one step untimed (its memory back in
-/// the caches after the others') and then `steps` timed ones; the order
-/// rotates by one per round. Neighbouring turns share the machine's moment,
+/// the caches after the others') and then `steps` timed ones, overlapped as
+/// `mpc run` runs them (Executor::runSteps); the order rotates by one per
+/// round. Neighbouring turns share the machine's moment,
 /// so the ratio of two executors' times in one round cancels most of a
 /// shared machine's drift, which moves single runs by 20% and more.
 inline std::vector<std::vector<double>>
@@ -63,7 +64,7 @@ pairedSteps(const std::vector<runtime::Executor *> &runs, int rounds, int steps)
       const size_t i = (j + size_t(r)) % runs.size();
       runs[i]->step();
       auto start = Clock::now();
-      for (int s = 0; s < steps; ++s) runs[i]->step();
+      runs[i]->runSteps(steps);
       t[i][size_t(r)] =
           std::chrono::duration<double>(Clock::now() - start).count() / double(steps);
     }

@@ -114,7 +114,7 @@ void PipelinedMlpStep(benchmark::State &state) {
   std::vector<runtime::Executor *> runs = {&one, &flat};
   for (auto &ex : pipelined.executors) runs.push_back(ex.get());
   std::vector<std::vector<double>> t;
-  for (auto _ : state) t = pairedSteps(runs, 12, 4);
+  for (auto _ : state) t = pairedSteps(runs, 12, 8);
   const double p = 2, oneDevice = fastest(t[0]), unpipelined = fastest(t[1]);
   state.counters["unpipelined_ms"] = unpipelined * 1e3;
   state.counters["bubble_analytic"] = (p - 1) / (double(m) + p - 1);
@@ -133,6 +133,42 @@ void PipelinedMlpStep(benchmark::State &state) {
 }
 BENCHMARK(PipelinedMlpStep)->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)
     ->Iterations(1);
+
+
+void OverlappedSteps(benchmark::State &state) {
+  const int64_t m = state.range(0);
+  const std::string json =
+      mlpModelJson(kBatch, kWidth, kLayers, 2, kSgd, bench::balancedInputWidth(kWidth));
+  std::vector<std::string> names = {"unpipelined"};
+  for (const std::string &s : kSpeedSchedules) names.push_back(s);
+  std::vector<std::unique_ptr<runtime::Executor>> ex;
+  for (const std::string &n : names) {
+    const bool flat = n == "unpipelined";
+    ex.push_back(std::make_unique<runtime::Executor>(
+        compile(json, flat ? 1 : m, flat ? "1f1b" : n).plan));
+    fillInputs(*ex.back());
+  }
+  std::vector<std::vector<double>> single(names.size()), overlapped(names.size());
+  for (auto _ : state)
+    for (int r = 0; r < 10; ++r)
+      for (size_t j = 0; j < names.size(); ++j) {
+        const size_t i = (j + size_t(r)) % names.size();
+        ex[i]->step();
+        auto t0 = bench::Clock::now();
+        for (int s = 0; s < 8; ++s) ex[i]->step();
+        auto t1 = bench::Clock::now();
+        ex[i]->runSteps(8);
+        auto t2 = bench::Clock::now();
+        single[i].push_back(std::chrono::duration<double>(t1 - t0).count() / 8);
+        overlapped[i].push_back(std::chrono::duration<double>(t2 - t1).count() / 8);
+      }
+  for (size_t i = 0; i < names.size(); ++i) {
+    state.counters[names[i] + "_single_ms"] = fastest(single[i]) * 1e3;
+    state.counters[names[i] + "_overlapped_ms"] = fastest(overlapped[i]) * 1e3;
+    state.counters[names[i] + "_gain"] = medianRatio(single[i], overlapped[i]);
+  }
+}
+BENCHMARK(OverlappedSteps)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 void Schedules(benchmark::State &state) {
   const int p = int(state.range(0));

@@ -49,6 +49,9 @@ struct PipelineCost {
   double predictedBubble = 0; ///< 1 - busy device time / (devices * makespan)
   double analyticBubble = 0;  ///< (p-1)/(M+p-1); (p-1)/(v*M+p-1) interleaved; zb-h1 (p-1)/(3M+p-1); zb-h2 0
   size_t stageDevices = 0;    ///< p: the devices that hold stages
+  /// Seconds per step when steps overlap (`mpc run` on the devices of one
+  /// process; runtime::Executor::runSteps), and its bubble.
+  double overlappedStep = 0, overlappedBubble = 0;
 };
 PipelineCost predictPipelineCost(const plan::Plan &plan);
 /// `mpc compile --stats` for a pipelined plan: schedule, M, stages, bubbles.

@@ -40,6 +40,11 @@ PipelineCost predictPipelineCost(const plan::Plan &plan) {
   double work = 0;
   for (double b : busy) work += b;
   c.predictedBubble = c.makespan > 0 ? 1.0 - work / (double(nd) * c.makespan) : 0.0;
+  plan::SimulationOptions overlapped;
+  overlapped.steps = plan::kOverlappedSteps;
+  c.overlappedStep = plan::simulateStep(plan, overlapped).overlappedStep();
+  c.overlappedBubble =
+      c.overlappedStep > 0 ? std::max(0.0, 1.0 - work / (double(nd) * c.overlappedStep)) : 0.0;
   std::set<uint32_t> stageDevices(plan.pipeline.stages.begin(), plan.pipeline.stages.end());
   c.stageDevices = stageDevices.size();
   double p = double(std::max<size_t>(c.stageDevices, 1));
@@ -62,10 +67,12 @@ void printPipelineStats(const plan::Plan &plan, std::ostream &os) {
   char buf[256];
   std::snprintf(buf, sizeof buf,
                 "pipeline: %s, %lld micro-batches, %zu stages on %zu devices; bubble %.1f%% "
-                "predicted by the cost model (step %.3g ms), %.1f%% analytic bound\n",
+                "predicted by the cost model (step %.3g ms), %.1f%% analytic bound; "
+                "overlapped steps %.1f%% (step %.3g ms)\n",
                 plan.pipeline.schedule.c_str(), (long long)plan.pipeline.microbatches,
                 plan.pipeline.stages.size(), c.stageDevices, 100 * c.predictedBubble,
-                c.makespan * 1e3, 100 * c.analyticBubble);
+                c.makespan * 1e3, 100 * c.analyticBubble, 100 * c.overlappedBubble,
+                c.overlappedStep * 1e3);
   os << buf;
 }
 

@@ -28,6 +28,11 @@ struct SimulatedSpan {
   double begin = 0, end = 0; ///< seconds from the step's start
 };
 
+/// Steps simulated to price overlapped steps (SimulationOptions::steps):
+/// their period settles after a step or two, as the schedule repeats, and
+/// the figure is per step between the first step's end and the last one's.
+constexpr int64_t kOverlappedSteps = 6;
+
 struct SimulationOptions {
   /// false: every collective is free (it still waits for its last member),
   /// to measure what the collectives add to the step.
@@ -36,16 +41,25 @@ struct SimulationOptions {
   /// collective whose group spans ranks is priced on MPI. Empty: one
   /// process (in-process between CPUs, NCCL between GPUs).
   std::vector<int> rankOf;
+  /// Steps run back to back as runtime::Executor::runSteps overlaps them:
+  /// a device starts its next step when it has finished its own and every
+  /// device has finished the step before. The spans, busy time and
+  /// collective time are the first step's.
+  int64_t steps = 1;
 };
 
 struct SimulatedStep {
-  double makespan = 0;                           ///< seconds of the step
+  double makespan = 0;                           ///< seconds of the (first) step
+  std::vector<double> stepEnds; ///< per step: when its last device finished it
   std::vector<std::vector<SimulatedSpan>> spans; ///< per device, in execution order
   std::vector<double> busy;                      ///< kernel seconds per device
   double collectiveSeconds = 0;                  ///< each collective once, at its price
   /// Every instruction ran (a verified plan's always do; false means a
   /// receive or collective that nothing completes).
   bool complete = true;
+  /// Seconds per step in a run of overlapped steps: the time between the
+  /// first step's end and the last one's, per step (makespan for one step).
+  double overlappedStep() const;
 };
 
 SimulatedStep simulateStep(const Plan &plan, const SimulationOptions &options = {});

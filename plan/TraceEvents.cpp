@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 #include <map>
 
@@ -82,12 +83,18 @@ std::vector<DeviceBusy> deviceBusy(const Plan &plan, const std::vector<TraceSpan
     if (plan.devices[s.device].instrs[s.instr].kind == InstrKind::Kernel)
       out[s.device].busyNs += s.end - s.begin;
   }
-  for (const auto &[step, w] : window)
+  for (auto it = window.begin(); it != window.end(); ++it) {
+    const auto &[step, w] = *it;
+    // Overlapped steps (Executor::runSteps): the next step began before
+    // this one ended, and this one's share of the time ends there.
+    auto next = std::next(it);
+    int64_t end = next != window.end() ? std::min(w.second, next->second.first) : w.second;
     for (size_t d = 0; d < out.size(); ++d)
       if (ran[step][d]) {
-        out[d].windowNs += w.second - w.first;
+        out[d].windowNs += end - w.first;
         ++out[d].steps;
       }
+  }
   return out;
 }
 

@@ -56,8 +56,9 @@ std::vector<TraceSpan> simulatedSpans(const SimulatedStep &sim);
 std::string predictedTraceEventJson(const Plan &plan);
 
 /// Per device: kernel (busy) nanoseconds summed over the steps of `spans`,
-/// and the steps' windows (first begin to last end over all devices) summed.
-/// The idle share, the bubble, is 1 - busy / window.
+/// and the steps' windows (first begin to last end over all devices, or to
+/// the next step's first begin when that came earlier: overlapped steps)
+/// summed. The idle share, the bubble, is 1 - busy / window.
 struct DeviceBusy {
   int64_t busyNs = 0;
   int64_t windowNs = 0;

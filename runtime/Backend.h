@@ -59,6 +59,11 @@ public:
   /// left this process's send buffers (a cross-process transport completes
   /// its outstanding sends here; in-process transports have nothing to do).
   virtual void finishStep() {}
+  /// Whether devices may run different steps at once (Executor::runSteps):
+  /// the transport then keeps a channel's messages of successive steps in
+  /// order and holds them for as long as their receiver is a step behind,
+  /// with no finishStep between the steps. The in-process channels can.
+  virtual bool canOverlapSteps() const { return false; }
 
   /// Polling, for devices that share a thread (Executor): a transport that
   /// can poll says so here, and then implements tryRecv and watch. Others

@@ -77,6 +77,7 @@ public:
   void close() override;
   bool closed() const override { return closed_.load(); }
   bool canPoll() const override { return true; }
+  bool canOverlapSteps() const override { return true; }
   bool tryRecv(uint32_t channel, void *dst, size_t bytes) override;
   void watch(uint32_t channel, WakeWord &wake) override;
 

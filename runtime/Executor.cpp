@@ -1,8 +1,11 @@
 //===- runtime/Executor.cpp - runs a plan step by step ------------------===//
 //
 // Worker threads are started once and each waits on its own WakeWord:
-// step() bumps every worker's word, runs the first group on the calling
-// thread, then waits for the last worker to bump `done_`. A failing device
+// runSteps() bumps every worker's word, runs the first group on the calling
+// thread, then waits for the last worker to bump `done_`. Within a run of
+// several steps, each device counts the steps it finished (doneSteps_), and
+// one that may not start its next yet (mayStart) sleeps on its group's word,
+// which every finished step bumps. A failing device
 // closes the transport before reporting, so peers blocked in a recv for data
 // that will never come wake up with TransportClosed, and step() can never
 // hang.
@@ -99,6 +102,7 @@ Executor::Executor(plan::Plan plan, BackendFactory factory, std::unique_ptr<Tran
   // The devices hold them now; a second copy for the whole run would cost
   // as much memory as the parameters and optimizer state themselves.
   std::vector<std::vector<uint8_t>>().swap(plan_.initialValues);
+  doneSteps_ = std::make_unique<std::atomic<int64_t>[]>(backends_.size());
   makeGroups(threads);
   for (size_t i = 1; i < groups_.size(); ++i) {
     Group &ref = *groups_[i];
@@ -124,7 +128,6 @@ void Executor::makeGroups(unsigned threads) {
     size_t size = n / count + (g < n % count ? 1 : 0);
     for (size_t i = 0; i < size; ++i) group->devices.push_back(hosted[next++]);
     group->pc.assign(group->devices.size(), 0);
-    group->finished.assign(group->devices.size(), 0);
     groups_.push_back(std::move(group));
   }
   // A thread running several devices sleeps on one word that every message
@@ -147,7 +150,7 @@ Executor::~Executor() {
 void Executor::runGroup(Group &g) {
   try {
     if (g.devices.size() == 1)
-      backends_[g.devices[0]]->runStep(*transport_, runningStep_);
+      runAlone(g);
     else if (!g.devices.empty())
       runInTurn(g);
   } catch (const TransportClosed &) {
@@ -155,27 +158,78 @@ void Executor::runGroup(Group &g) {
   } catch (...) {
     {
       std::lock_guard<std::mutex> lock(errorMutex_);
-      if (!error_) error_ = std::current_exception();
+      if (!error_) {
+        error_ = std::current_exception();
+        failedStep_ = g.current;
+      }
     }
     transport_->close();
+    wakeAll();
+  }
+}
+
+bool Executor::mayStart(int64_t k) const {
+  if (k < 2) return true;
+  for (uint32_t d = 0; d < backends_.size(); ++d)
+    if (backends_[d] && doneSteps_[d].load(std::memory_order_acquire) < k - 1) return false;
+  return true;
+}
+
+void Executor::markDone(uint32_t device) {
+  doneSteps_[device].fetch_add(1, std::memory_order_acq_rel);
+  if (runCount_ > 1) wakeAll();
+}
+
+void Executor::wakeAll() {
+  for (auto &g : groups_) g->arrivals.bump();
+}
+
+void Executor::runAlone(Group &g) {
+  const uint32_t d = g.devices[0];
+  for (int64_t k = 0; k < runCount_; ++k) {
+    while (!mayStart(k)) {
+      uint32_t seen = g.arrivals.load();
+      if (mayStart(k)) break;
+      if (transport_->closed()) throw TransportClosed();
+      g.arrivals.waitWhile(seen);
+    }
+    g.current = runningStep_ + k;
+    if (hooks_ && hooks_->before) hooks_->before(d, runningStep_ + k);
+    backends_[d]->runStep(*transport_, runningStep_ + k);
+    if (hooks_ && hooks_->after) hooks_->after(d, runningStep_ + k);
+    markDone(d);
   }
 }
 
 void Executor::runInTurn(Group &g) {
+  // Per device: where it stopped, the step of the run it is in, and whether
+  // it has started that step (its `before` hook called).
   std::fill(g.pc.begin(), g.pc.end(), 0);
-  std::fill(g.finished.begin(), g.finished.end(), 0);
+  std::vector<int64_t> at(g.devices.size(), 0);
+  std::vector<uint8_t> started(g.devices.size(), 0);
   size_t left = g.devices.size();
   while (left > 0) {
-    // Read before trying: a message that lands after a failed try bumps the
-    // word past this value, so the wait below returns at once.
+    // Read before trying: a message (or a finished step) that lands after a
+    // failed try bumps the word past this value, so the wait below returns
+    // at once.
     uint32_t seen = g.arrivals.load();
     bool moved = false;
     for (size_t i = 0; i < g.devices.size(); ++i) {
-      if (g.finished[i]) continue;
+      if (at[i] == runCount_) continue;
+      const uint32_t d = g.devices[i];
+      g.current = runningStep_ + at[i];
+      if (!started[i]) {
+        if (!mayStart(at[i])) continue;
+        if (hooks_ && hooks_->before) hooks_->before(d, runningStep_ + at[i]);
+        started[i] = true;
+      }
       size_t before = g.pc[i];
-      if (backends_[g.devices[i]]->runUntilBlocked(*transport_, runningStep_, g.pc[i])) {
-        g.finished[i] = true;
-        --left;
+      if (backends_[d]->runUntilBlocked(*transport_, runningStep_ + at[i], g.pc[i])) {
+        if (hooks_ && hooks_->after) hooks_->after(d, runningStep_ + at[i]);
+        markDone(d);
+        g.pc[i] = 0;
+        started[i] = false;
+        if (++at[i] == runCount_) --left;
         moved = true;
       } else if (g.pc[i] != before) {
         moved = true;
@@ -204,10 +258,22 @@ void Executor::checkUsable() const {
     throw UserError("", "", "the run was stopped by an earlier error");
 }
 
-void Executor::step() {
+void Executor::step() { runSteps(1); }
+
+void Executor::runSteps(int64_t count, const StepHooks &hooks) {
   checkUsable();
+  if (count <= 0) return;
+  if (count > 1 && !canOverlapSteps()) {
+    // One at a time, each ended by finishStep, with the same hooks.
+    for (int64_t k = 0; k < count; ++k) runSteps(1, hooks);
+    return;
+  }
   uint32_t seen = done_.load();
-  runningStep_ = nextStep_++;
+  runningStep_ = nextStep_;
+  nextStep_ += count;
+  runCount_ = count;
+  hooks_ = hooks.before || hooks.after ? &hooks : nullptr;
+  for (uint32_t d = 0; d < backends_.size(); ++d) doneSteps_[d].store(0, std::memory_order_relaxed);
   pending_.store(groups_.size() - 1, std::memory_order_release);
   for (size_t i = 1; i < groups_.size(); ++i) groups_[i]->start.bump();
   runGroup(*groups_[0]);
@@ -215,6 +281,7 @@ void Executor::step() {
     done_.waitWhile(seen);
     seen = done_.load();
   }
+  hooks_ = nullptr;
   std::exception_ptr err;
   {
     std::lock_guard<std::mutex> lock(errorMutex_);
@@ -235,32 +302,43 @@ void Executor::step() {
 }
 
 void Executor::write(const plan::TensorRef &tensor, const void *src, size_t bytes) {
+  MPC_ASSERT(hosts(tensor), "tensor '" + tensor.name + "' is on devices of other processes");
+  writeWhere(tensor, src, bytes, [this](uint32_t d) { return hosts(d); });
+}
+
+void Executor::writeTo(uint32_t device, const plan::TensorRef &tensor, const void *src,
+                       size_t bytes) {
+  MPC_ASSERT(hosts(device), "device " + std::to_string(device) + " is not hosted here");
+  writeWhere(tensor, src, bytes, [device](uint32_t d) { return d == device; });
+}
+
+template <class On>
+void Executor::writeWhere(const plan::TensorRef &tensor, const void *src, size_t bytes, On on) {
   MPC_ASSERT(bytes == size_t(tensor.numElements()) * size_t(ops::dtypeSize(tensor.dtype)),
              "size mismatch writing '" + tensor.name + "'");
-  MPC_ASSERT(hosts(tensor), "tensor '" + tensor.name + "' is on devices of other processes");
   if (!tensor.shards.empty()) {
-    // Each part hosted here: its elements of the whole.
+    // Each part to write: its elements of the whole.
     std::vector<uint8_t> part(size_t(tensor.shardElements()) * size_t(ops::dtypeSize(tensor.dtype)));
     for (size_t i = 0; i < tensor.shards.size(); ++i) {
       const plan::Placement &at = tensor.shards[i];
-      if (!hosts(at.device)) continue;
+      if (!on(at.device)) continue;
       plan::extractPart(tensor, i, static_cast<const uint8_t *>(src), part.data());
       backends_[at.device]->upload(at.buffer, part.data(), part.size());
     }
     // Split along an axis: the replicas' parts (TensorRef::mirrors).
     for (size_t k = 0; k < tensor.mirrors.size(); ++k) {
       const plan::Placement &at = tensor.mirrors[k];
-      if (!hosts(at.device)) continue;
+      if (!on(at.device)) continue;
       plan::extractPart(tensor, k % tensor.shards.size(), static_cast<const uint8_t *>(src),
                         part.data());
       backends_[at.device]->upload(at.buffer, part.data(), part.size());
     }
     return;
   }
-  // Every placement here: a data-parallel replica's copy starts equal.
-  if (hosts(tensor.device)) backends_[tensor.device]->upload(tensor.buffer, src, bytes);
+  // Every placement: a data-parallel replica's copy starts equal.
+  if (on(tensor.device)) backends_[tensor.device]->upload(tensor.buffer, src, bytes);
   for (const plan::Placement &m : tensor.mirrors)
-    if (hosts(m.device)) backends_[m.device]->upload(m.buffer, src, bytes);
+    if (on(m.device)) backends_[m.device]->upload(m.buffer, src, bytes);
 }
 
 void Executor::read(const plan::TensorRef &tensor, void *dst, size_t bytes) {

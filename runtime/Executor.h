@@ -36,6 +36,10 @@
 // reaches the others. Reading or writing a tensor of a device hosted
 // elsewhere is a bug in the caller (hosts() says which are here).
 //
+// Steps may overlap (runSteps): a device starts its next step when it has
+// finished its own, without waiting for the others, up to two steps in
+// flight. A pipeline's fill and drain then overlap those of the next step.
+//
 // Determinism: every device runs its list in plan order and every kernel has
 // a fixed summation order, so the same plan, inputs and initial values give
 // bit-identical results whatever the thread timing or the number of threads.
@@ -50,6 +54,7 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -79,6 +84,9 @@ public:
   /// Writes host bytes into a user tensor (an input, param or state); `bytes`
   /// must be 4 * numElements (float32 or int32 by the tensor's dtype).
   void write(const plan::TensorRef &tensor, const void *src, size_t bytes);
+  /// write() restricted to the copies or parts of `tensor` on `device`:
+  /// what runSteps' `before` hook writes while other devices run.
+  void writeTo(uint32_t device, const plan::TensorRef &tensor, const void *src, size_t bytes);
   /// Reads a user tensor (input, output, param, state, loss) to host bytes.
   void read(const plan::TensorRef &tensor, void *dst, size_t bytes);
   /// A float tensor's values as f32 (a bf16 or f16 tensor widened).
@@ -92,6 +100,33 @@ public:
 
   /// Runs one step on every device. Rethrows the first error of a worker.
   void step();
+
+  /// What runSteps calls around each step of each device, on the thread that
+  /// runs the device: `before(device, step)` as the device starts the step
+  /// (write its inputs), `after(device, step)` as it has finished it (read
+  /// its outputs, its loss). Either may be empty. A hook that throws stops
+  /// the run as a failing device does.
+  struct StepHooks {
+    std::function<void(uint32_t device, int64_t step)> before, after;
+  };
+  /// True when runSteps may overlap steps: the transport carries one step's
+  /// messages while another step's are in flight (canOverlapSteps on the
+  /// transport). Otherwise runSteps runs them one after the other.
+  bool canOverlapSteps() const { return transport_->canOverlapSteps(); }
+  /// Runs `count` steps (numbered on from nextStep()) with no barrier
+  /// between them: each device starts its next step as soon as it has
+  /// finished its own last one and every device has finished the step
+  /// before that (at most two steps in flight, which bounds the messages
+  /// and inputs waiting). A pipeline's first stage then runs the next step's
+  /// forward while the last stage still computes this step's weight
+  /// gradients, so the fill and drain of successive steps overlap. Each
+  /// device still runs its list in plan order and channels keep their
+  /// messages in order, so the results are bit-identical to `count` step()
+  /// calls. Rethrows the first error of a device or a hook.
+  void runSteps(int64_t count, const StepHooks &hooks = {});
+  /// The step a device or hook was running when the last run failed (its
+  /// first error), for the caller's message.
+  int64_t failedStep() const { return failedStep_; }
   /// The number the next step() passes to the devices (1 at first, then one
   /// more each step): a run resumed after step s sets s + 1, so its dropout
   /// masks continue those of the uninterrupted run.
@@ -134,10 +169,12 @@ private:
   struct Group {
     std::vector<uint32_t> devices;
     std::vector<size_t> pc;        ///< per device: where runUntilBlocked stopped
-    std::vector<uint8_t> finished; ///< per device: done with this step
     WakeWord start;         ///< bumped by step(): run the devices once
-    WakeWord arrivals;      ///< bumped by every send to one of them
+    /// Bumped by every send to one of them, and by every finished step of
+    /// a run of several (runSteps).
+    WakeWord arrivals;
     std::thread thread;
+    int64_t current = 0; ///< the step the group runs (for failedStep)
   };
   /// Splits the hosted devices into groups (see the file comment).
   void makeGroups(unsigned threads);
@@ -145,8 +182,22 @@ private:
   /// Runs the group's devices once; a real error closes the transport and
   /// is kept.
   void runGroup(Group &g);
+  /// The run's steps of a group's one device.
+  void runAlone(Group &g);
+  /// The run's steps of a group's devices, each in turn until it waits.
   void runInTurn(Group &g);
+  /// Whether a device may start step `k` (0-based in the run): every device
+  /// here has finished step k - 2.
+  bool mayStart(int64_t k) const;
+  /// Device `device` finished a step of the run: counts it and wakes every
+  /// thread, one of which may wait for it to start its next.
+  void markDone(uint32_t device);
+  /// Wakes every thread waiting for a message or for mayStart.
+  void wakeAll();
   void checkUsable() const;
+  /// Writes the placements of `tensor` hosted here for which `on(device)`.
+  template <class On>
+  void writeWhere(const plan::TensorRef &tensor, const void *src, size_t bytes, On on);
 
   plan::Plan plan_;
   std::vector<std::unique_ptr<Backend>> backends_;
@@ -154,12 +205,17 @@ private:
 
   std::vector<std::unique_ptr<Group>> groups_;
   int64_t nextStep_ = 1;      ///< see setNextStep
-  int64_t runningStep_ = 0;   ///< the step the workers run (written before they wake)
+  int64_t runningStep_ = 0;   ///< the run's first step (written before the workers wake)
+  int64_t runCount_ = 1;      ///< the steps of the run (runSteps)
+  const StepHooks *hooks_ = nullptr; ///< the run's hooks, or null
+  /// Per device: steps of the current run it has finished (runSteps).
+  std::unique_ptr<std::atomic<int64_t>[]> doneSteps_;
   WakeWord done_;             ///< bumped by the last worker to finish a step
   std::atomic<size_t> pending_{0}; ///< worker threads still running the current step
   std::atomic<bool> shutdown_{false};
   std::mutex errorMutex_;
   std::exception_ptr error_; ///< first real (non-TransportClosed) error
+  int64_t failedStep_ = 0;   ///< the step of error_
   bool failed_ = false;
 };
 

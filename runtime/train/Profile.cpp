@@ -112,7 +112,7 @@ std::string percent(double part, double whole) {
 } // namespace
 
 void printProfile(const plan::Plan &plan, const std::vector<plan::TraceSpan> &measured,
-                  const std::vector<int> &rankOf, std::ostream &os) {
+                  const std::vector<int> &rankOf, bool overlapped, std::ostream &os) {
   // Leave the first step out when there are several.
   int64_t first = INT64_MAX, last = INT64_MIN;
   for (const plan::TraceSpan &s : measured) {
@@ -125,7 +125,11 @@ void printProfile(const plan::Plan &plan, const std::vector<plan::TraceSpan> &me
   Totals m = sum(plan, kept);
   plan::SimulationOptions options;
   options.rankOf = rankOf;
-  Totals p = sum(plan, plan::simulatedSpans(plan::simulateStep(plan, options)));
+  if (overlapped) options.steps = plan::kOverlappedSteps;
+  plan::SimulatedStep sim = plan::simulateStep(plan, options);
+  Totals p = sum(plan, plan::simulatedSpans(sim));
+  if (overlapped)
+    for (DeviceTotals &d : p.devices) d.windowNs = int64_t(sim.overlappedStep() * 1e9);
   if (m.steps == 0) {
     os << "profile: no instruction was recorded (a run of no steps, or devices whose runtime "
           "records no spans)\n";
@@ -134,6 +138,7 @@ void printProfile(const plan::Plan &plan, const std::vector<plan::TraceSpan> &me
   const double perStep = 1.0 / double(m.steps);
   os << "profile: per step, over " << m.steps << " step" << (m.steps == 1 ? "" : "s")
      << (last != first ? " (the first, a warm-up, left out)" : "")
+     << (overlapped ? ", overlapped" : "")
      << "; beside each measured figure the cost model's prediction (plan/CostModel.h) and "
         "measured/predicted, ! where they differ more than 2x\n";
   Table table(os);

@@ -5,6 +5,7 @@
 #include "runtime/job/Agreement.h"
 #include "runtime/job/Gather.h"
 #include "runtime/job/RankMap.h"
+#include "runtime/train/BatchFeed.h"
 #include "runtime/train/Profile.h"
 #include "runtime/train/Resume.h"
 #include "support/Error.h"
@@ -16,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <random>
 
 namespace mpc::runtime::train {
@@ -58,29 +60,10 @@ private:
   std::chrono::steady_clock::time_point start_, last_;
 };
 
-/// The row order of the dataset. Each epoch with --shuffle permutes the
-/// previous epoch's order again, so the order at a step depends on every
-/// shuffle before it: seeking replays them (cheap next to a training step).
-class DataOrder {
-public:
-  DataOrder(int64_t rows, bool shuffle, uint64_t seed) : shuffle_(shuffle), rng_(seed) {
-    perm_.resize(size_t(std::max<int64_t>(rows, 0)));
-    for (size_t i = 0; i < perm_.size(); ++i) perm_[i] = int64_t(i);
-  }
-  /// Called before each step with its position in its epoch.
-  void beginStep(int64_t epochStep) {
-    if (epochStep == 0 && shuffle_ && !perm_.empty()) shuffleRows(perm_, rng_);
-  }
-  /// The order in effect after `step` steps: one shuffle per epoch begun.
-  void seek(int64_t step, int64_t batchesPerEpoch) {
-    for (int64_t s = 0; s < step; s += batchesPerEpoch) beginStep(0);
-  }
-  int64_t row(int64_t i) const { return perm_[size_t(i)]; }
-
-private:
-  bool shuffle_;
-  std::mt19937_64 rng_;
-  std::vector<int64_t> perm_;
+/// A loss that is not finite: the error that stops a run at its step, thrown
+/// by the loss device's hook (it names the step itself).
+struct LossNotFinite : UserError {
+  using UserError::UserError;
 };
 
 std::string joined(const std::vector<std::string> &list) {
@@ -412,9 +395,9 @@ void Trainer::runSteps() {
   Executor &ex = *executor_;
   io::TrainingPosition &pos = info_.position;
   const int64_t first = pos.step, total = total_;
-  DataOrder order(pos.datasetRows, pos.shuffle, pos.shuffleSeed);
-  order.seek(first, pos.batchesPerEpoch);
+  BatchFeed feed(data_, pos.datasetRows, pos.batchesPerEpoch, pos.shuffle, pos.shuffleSeed, first);
   const bool printsLoss = ex.plan().hasLoss && group_.rank() == lossRank_;
+  const uint32_t lossDevice = ex.plan().hasLoss ? ex.plan().loss.device : 0;
   // fp16's loss scaler (passes/LossScale.cpp): its scale and the steps it
   // skipped go on the loss line.
   const plan::TensorRef *scaleRef = nullptr, *skippedRef = nullptr;
@@ -424,82 +407,119 @@ void Trainer::runSteps() {
   }
   if (!scaleRef || !skippedRef || !ex.hosts(*scaleRef) || !ex.hosts(*skippedRef))
     scaleRef = skippedRef = nullptr;
+  // Steps overlap (Executor::runSteps) where the transport lets them (the
+  // devices of one process) and every tensor read after a step is on the
+  // device whose hook reads it: the loss line's scaler state on the loss's
+  // device, each output on one device. Otherwise they run one at a time and
+  // everything is read after the whole step.
+  bool &overlap = overlapped_;
+  overlap = ex.canOverlapSteps();
+  if (scaleRef && (scaleRef->device != lossDevice || skippedRef->device != lossDevice ||
+                   !scaleRef->mirrors.empty() || !skippedRef->mirrors.empty()))
+    overlap = false;
+  for (const Collected &c : outputs_)
+    if (!c.ref->shards.empty() || !c.ref->mirrors.empty()) overlap = false;
   int64_t finiteAt = first; // the last step whose loss was read and finite
   const bool gpuPlan = plan::usesGpu(ex.plan());
 
   Progress progress(err_, first, total, opt_.progress && group_.rank() == lossRank_);
   ex.setNextStep(first + 1);
-  std::vector<InstrSpan> spans; // --trace, --profile: one step's of one device
+  std::mutex traceMutex;
   if (!opt_.trace.empty() || opt_.profile) {
     trace_ = std::make_unique<Trace>(ex.plan());
     trace_->alignClocks(group_);
     ex.setTracing(true);
   }
-  for (int64_t s = first; s < total; ++s) {
-    int64_t inEpoch = s % pos.batchesPerEpoch;
-    order.beginStep(inEpoch);
-    for (Dataset &d : data_) {
-      for (int64_t r = 0; r < d.batch; ++r)
-        std::memcpy(d.staging.data() + size_t(r) * d.rowBytes,
-                    d.array.data.data() + size_t(order.row(inEpoch * d.batch + r)) * d.rowBytes,
-                    d.rowBytes);
-      ex.write(*d.ref, d.staging.data(), d.staging.size());
-    }
-    try {
-      ex.step();
-    } catch (const UserError &e) {
-      progress.clear();
-      throw UserError(e.file().empty() ? opt_.planFile : e.file(), e.where(),
-                      e.message() + " (step " + std::to_string(s + 1) + ")");
-    }
-    setStep(pos, s + 1);
-    if (trace_)
-      for (uint32_t d = 0; d < ex.plan().devices.size(); ++d) {
-        spans.clear();
-        ex.takeSpans(d, spans);
-        trace_->add(s + 1, d, spans);
-      }
-    for (Collected &c : outputs_) {
-      if (!ex.hosts(*c.ref)) continue;
-      size_t n = size_t(c.ref->numElements()) * 4;
-      c.bytes.resize(c.bytes.size() + n);
-      ex.read(*c.ref, c.bytes.data() + c.bytes.size() - n, n);
-    }
-    const bool logs = (s + 1) % opt_.logEvery == 0 || s + 1 == total;
+  auto readOutput = [&](Collected &c) {
+    if (!ex.hosts(*c.ref)) return;
+    size_t n = size_t(c.ref->numElements()) * 4;
+    c.bytes.resize(c.bytes.size() + n);
+    ex.read(*c.ref, c.bytes.data() + c.bytes.size() - n, n);
+  };
+  auto saves = [&](int64_t step) {
     // The final checkpoint is finish()'s (after --output files are written).
-    const bool saves = opt_.saveEvery > 0 && (s + 1) % opt_.saveEvery == 0 && s + 1 < total;
+    return opt_.saveEvery > 0 && step % opt_.saveEvery == 0 && step < total;
+  };
+  // After step `step` on the device holding the loss: the loss line, the
+  // progress line, and a stop at a loss that is not finite.
+  auto afterLossStep = [&](int64_t step) {
+    progress.update(step);
+    if (!printsLoss) return;
+    const bool logs = step % opt_.logEvery == 0 || step == total;
     // On a GPU the loss is read where the host waits for the devices anyway
     // (a GPU runs ahead of the host between reads): at the steps logged, and
     // before each checkpoint, so no checkpoint follows a loss that is not
-    // finite. On the CPU a step has ended when step() returns and the loss
-    // is in host memory: it is read every step. A NaN or an infinity stops
-    // the run there, its line printed.
-    if (printsLoss && (logs || saves || !gpuPlan)) {
+    // finite. On the CPU a step has ended when the device's step has and
+    // the loss is in host memory: it is read every step. A NaN or an
+    // infinity stops the run there, its line printed.
+    if (logs || saves(step) || !gpuPlan) {
       float loss = ex.loss();
       bool finite = std::isfinite(loss);
       if (logs || !finite) {
         progress.clear();
-        out_ << "step " << s + 1 << " loss " << valueText(double(loss));
+        out_ << "step " << step << " loss " << valueText(double(loss));
         if (scaleRef)
           out_ << " scale " << valueText(double(ex.readFloats(*scaleRef)[0])) << " skipped "
                << valueText(double(ex.readFloats(*skippedRef)[0]));
         out_ << "\n" << std::flush;
       }
       if (!finite)
-        throw UserError(opt_.planFile, "step " + std::to_string(s + 1),
-                        "the loss is " + valueText(double(loss)) +
-                            (finiteAt > first ? " (finite at step " + std::to_string(finiteAt) +
-                                                    ", when last read)"
-                                              : "") +
-                            "; training stopped" + keptCheckpoint());
-      finiteAt = s + 1;
+        throw LossNotFinite(opt_.planFile, "step " + std::to_string(step),
+                            "the loss is " + valueText(double(loss)) +
+                                (finiteAt > first ? " (finite at step " +
+                                                        std::to_string(finiteAt) +
+                                                        ", when last read)"
+                                                  : "") +
+                                "; training stopped" + keptCheckpoint());
+      finiteAt = step;
     }
-    if (saves) {
+  };
+  // After each step of each device, on the thread running it. Overlapped,
+  // a device reads what it holds as it ends its step; otherwise the loop
+  // below reads everything after the whole step.
+  auto after = [&](uint32_t device, int64_t step) {
+    if (trace_) {
+      std::vector<InstrSpan> mine;
+      ex.takeSpans(device, mine);
+      std::lock_guard<std::mutex> lock(traceMutex);
+      trace_->add(step, device, mine);
+    }
+    if (!overlap) return;
+    for (Collected &c : outputs_)
+      if (c.ref->device == device) readOutput(c);
+    if (device == lossDevice) afterLossStep(step);
+  };
+  Executor::StepHooks hooks;
+  hooks.before = [&](uint32_t device, int64_t step) { feed.write(ex, device, step); };
+  hooks.after = after;
+  // Runs of overlapped steps, each ending where a checkpoint is written (or
+  // at the end): the checkpoint needs every device at the same step.
+  for (int64_t s = first; s < total;) {
+    int64_t end = total;
+    if (opt_.saveEvery > 0) end = std::min(total, (s / opt_.saveEvery + 1) * opt_.saveEvery);
+    try {
+      if (overlap) ex.runSteps(end - s, hooks);
+      else
+        for (int64_t k = s; k < end; ++k) {
+          ex.runSteps(1, hooks);
+          for (Collected &c : outputs_) readOutput(c);
+          afterLossStep(k + 1);
+        }
+    } catch (const LossNotFinite &) {
+      progress.clear();
+      throw;
+    } catch (const UserError &e) {
+      progress.clear();
+      throw UserError(e.file().empty() ? opt_.planFile : e.file(), e.where(),
+                      e.message() + " (step " + std::to_string(ex.failedStep()) + ")");
+    }
+    s = end;
+    setStep(pos, s);
+    if (saves(s)) {
       std::vector<io::NamedTensor> params =
           job::gatherTensors(group_, ex, placement_.rankOf, ex.plan().params);
       writeCheckpoint(params);
     }
-    progress.update(s + 1);
   }
   progress.clear();
 }
@@ -526,8 +546,8 @@ void Trainer::finish() {
     trace_->gather(group_);
     if (group_.rank() == 0 && !opt_.trace.empty()) writeFileAtomic(opt_.trace, trace_->json());
     if (group_.rank() == 0 && opt_.profile)
-      printProfile(ex.plan(), trace_->spans(), group_.size() > 1 ? placement_.rankOf : std::vector<int>{},
-                   out_);
+      printProfile(ex.plan(), trace_->spans(),
+                   group_.size() > 1 ? placement_.rankOf : std::vector<int>{}, overlapped_, out_);
   }
 }
 

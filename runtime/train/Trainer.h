@@ -146,6 +146,7 @@ private:
   io::CheckpointInfo info_;
   std::unique_ptr<io::Checkpoint> resumeFrom_;
   std::unique_ptr<Trace> trace_; ///< --trace or --profile
+  bool overlapped_ = false;      ///< the steps ran overlapped (Executor::runSteps)
 };
 
 /// The position after `step` steps of `pos.batchesPerEpoch` each.

@@ -29,8 +29,11 @@ inline ir::RefTensor batchFor(const plan::TensorRef &t, int step) {
   return r;
 }
 
-/// Writes every batch into the executor's input of the same name.
-inline void feed(Executor &ex, const std::map<std::string, ir::RefTensor> &inputs) {
+/// Writes every batch into the executor's input of the same name; with
+/// `device` given, only the placements on that device (Executor::writeTo, as
+/// a runSteps hook does).
+inline void feed(Executor &ex, const std::map<std::string, ir::RefTensor> &inputs,
+                 int64_t device = -1) {
   for (const auto &[name, r] : inputs) {
     const plan::TensorRef *t = ex.findInput(name);
     ASSERT_NE(t, nullptr) << name;
@@ -44,7 +47,8 @@ inline void feed(Executor &ex, const std::map<std::string, ir::RefTensor> &input
         std::memcpy(bytes.data() + 4 * i, &v, 4);
       }
     }
-    ex.write(*t, bytes.data(), bytes.size());
+    if (device < 0) ex.write(*t, bytes.data(), bytes.size());
+    else ex.writeTo(uint32_t(device), *t, bytes.data(), bytes.size());
   }
 }
 

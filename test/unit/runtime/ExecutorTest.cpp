@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <sched.h>
 
@@ -194,6 +195,94 @@ TEST(Executor, ManyStepsAreDeterministic) {
     last[run] = ex.readFloats(*ex.findOutput("z"));
   }
   EXPECT_EQ(last[0], last[1]);
+}
+
+/// Overlapped steps (runSteps) on `threads` threads: the hooks feed x per
+/// device and read z as cpu:1 ends each step; every z equals what single
+/// steps give, and no device starts step s before every device has finished
+/// step s - 2.
+void expectOverlappedStepsMatch(unsigned threads) {
+  plan::Plan p = twoDevicePlan(false);
+  auto xOf = [](int64_t step) {
+    return std::vector<float>{float(step % 5), 0.5f, -1, float(step % 3) * 0.25f};
+  };
+  std::vector<std::vector<float>> want;
+  {
+    Executor ex(p, cpuBackendFactory(), nullptr, {}, threads);
+    for (int64_t step = 1; step <= 7; ++step) {
+      ex.write(*ex.findInput("x"), xOf(step).data(), 16);
+      ex.step();
+      want.push_back(ex.readFloats(*ex.findOutput("z")));
+    }
+  }
+  Executor ex(p, cpuBackendFactory(), nullptr, {}, threads);
+  ASSERT_TRUE(ex.canOverlapSteps());
+  std::vector<std::vector<float>> got;
+  std::atomic<int64_t> finished[2] = {0, 0}; // steps each device ended
+  std::atomic<bool> windowKept{true};
+  std::vector<int64_t> started[2];
+  Executor::StepHooks hooks;
+  hooks.before = [&](uint32_t d, int64_t step) {
+    started[d].push_back(step);
+    for (auto &f : finished)
+      if (f.load() < step - 2) windowKept = false;
+    ex.writeTo(d, *ex.findInput("x"), xOf(step).data(), 16);
+  };
+  hooks.after = [&](uint32_t d, int64_t step) {
+    if (d == 1) got.push_back(ex.readFloats(*ex.findOutput("z")));
+    EXPECT_EQ(finished[d].fetch_add(1) + 1, step);
+  };
+  ex.runSteps(3, hooks); // steps 1-3
+  ex.runSteps(4, hooks); // 4-7: a run continues the numbering
+  EXPECT_EQ(got, want);
+  EXPECT_TRUE(windowKept);
+  for (auto &s : started) EXPECT_EQ(s, (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(ex.nextStep(), 8);
+}
+
+TEST(Executor, OverlappedStepsMatchSingleSteps) { expectOverlappedStepsMatch(2); }
+TEST(Executor, OverlappedStepsOnASharedThread) { expectOverlappedStepsMatch(1); }
+
+/// An error in the third of five overlapped steps stops every device without
+/// hanging, names its step (failedStep), and the executor refuses to go on;
+/// so does an error thrown by a hook.
+TEST(Executor, OverlappedStepErrorsStopTheRun) {
+  for (unsigned threads : {1u, 2u}) {
+    SCOPED_TRACE(threads);
+    plan::Plan p = twoDevicePlan(true);
+    Executor ex(p, cpuBackendFactory(), nullptr, {}, threads);
+    std::vector<float> x = {0, 0.5f, -1, 1};
+    std::vector<int32_t> good = {0, 1}, bad = {0, 5};
+    Executor::StepHooks hooks;
+    hooks.before = [&](uint32_t d, int64_t step) {
+      if (d != 0) return;
+      ex.writeTo(0, *ex.findInput("x"), x.data(), 16);
+      ex.writeTo(0, *ex.findInput("labels"), (step == 3 ? bad : good).data(), 8);
+    };
+    try {
+      ex.runSteps(5, hooks);
+      FAIL() << "expected a UserError";
+    } catch (const UserError &e) {
+      EXPECT_EQ(e.message(), "label 5 out of range [0, 2) at row 1");
+      EXPECT_EQ(ex.failedStep(), 3);
+    }
+    EXPECT_THROW(ex.runSteps(2), UserError);
+
+    Executor again(p, cpuBackendFactory(), nullptr, {}, threads);
+    Executor::StepHooks throwing;
+    throwing.after = [&](uint32_t d, int64_t step) {
+      if (d == 1 && step == 2) throw UserError("", "step 2", "stop here");
+    };
+    again.write(*again.findInput("x"), x.data(), 16);
+    again.write(*again.findInput("labels"), good.data(), 8);
+    try {
+      again.runSteps(6, throwing);
+      FAIL() << "expected a UserError";
+    } catch (const UserError &e) {
+      EXPECT_EQ(e.message(), "stop here");
+      EXPECT_EQ(again.failedStep(), 2);
+    }
+  }
 }
 
 TEST(Executor, DeadlockingPlanRejectedAtLoad) {

@@ -3,7 +3,9 @@
 # every instruction of every device once per step, slices of one track that
 # never overlap, flows that pair up inside their slices, and per device an
 # idle share (otherData.bubble) that the slices give: 1 - kernel time / the
-# steps' windows. With "overlap": two devices computed at the same time.
+# steps' windows (a step's window ends where the next step's begins, when
+# that is earlier: `mpc run` overlaps steps). With "overlap": two devices
+# computed at the same time.
 import json, sys
 plan = json.load(open(sys.argv[1]))
 trace = json.load(open(sys.argv[2]))
@@ -36,7 +38,9 @@ windows = {}
 for e in slices:
     w = windows.setdefault(e["args"]["step"], [e["ts"], e["ts"] + e["dur"]])
     w[0], w[1] = min(w[0], e["ts"]), max(w[1], e["ts"] + e["dur"])
-total = sum(b - a for a, b in windows.values())
+order = sorted(windows)
+total = sum(min(windows[s][1], windows[n][0]) - windows[s][0] for s, n in zip(order, order[1:]))
+total += windows[order[-1]][1] - windows[order[-1]][0] if order else 0
 for d, dev in enumerate(plan["devices"]):
     busy = sum(e["dur"] for e in slices if e["pid"] == d and e["cat"] == "kernel")
     want = 1 - busy / total if total else 0

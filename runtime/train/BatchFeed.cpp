@@ -1,0 +1,57 @@
+//===- runtime/train/BatchFeed.cpp - each step's batch, device by device -===//
+#include "runtime/train/BatchFeed.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace mpc::runtime::train {
+
+BatchFeed::BatchFeed(std::vector<Dataset> &data, int64_t rows, int64_t batchesPerEpoch,
+                     bool shuffle, uint64_t seed, int64_t first)
+    : data_(data), batchesPerEpoch_(std::max<int64_t>(batchesPerEpoch, 1)), shuffle_(shuffle),
+      rng_(seed), staged_(first) {
+  perm_.resize(size_t(std::max<int64_t>(rows, 0)));
+  for (size_t i = 0; i < perm_.size(); ++i) perm_[i] = int64_t(i);
+  // The order in effect after `first` steps: one shuffle per epoch begun.
+  for (int64_t s = 0; s < first; s += batchesPerEpoch_) beginEpoch();
+  slots_.resize(data_.size());
+  for (size_t i = 0; i < data_.size(); ++i)
+    if (data_[i].batch > 0)
+      for (auto &slot : slots_[i]) slot.resize(data_[i].staging.size());
+}
+
+void BatchFeed::beginEpoch() {
+  if (shuffle_ && !perm_.empty()) shuffleRows(perm_, rng_);
+}
+
+void BatchFeed::stageUpTo(int64_t step) {
+  for (; staged_ < step; ++staged_) {
+    const int64_t inEpoch = staged_ % batchesPerEpoch_; // staged_ steps come before it
+    if (inEpoch == 0) beginEpoch();
+    for (size_t i = 0; i < data_.size(); ++i) {
+      const Dataset &d = data_[i];
+      std::vector<uint8_t> &slot = slots_[i][size_t((staged_ + 1) % 2)];
+      for (int64_t r = 0; r < d.batch; ++r)
+        std::memcpy(slot.data() + size_t(r) * d.rowBytes,
+                    d.array.data.data() + size_t(perm_[size_t(inEpoch * d.batch + r)]) * d.rowBytes,
+                    d.rowBytes);
+    }
+  }
+}
+
+void BatchFeed::write(Executor &ex, uint32_t device, int64_t step) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stageUpTo(step);
+  }
+  for (size_t i = 0; i < data_.size(); ++i) {
+    const Dataset &d = data_[i];
+    bool here = false;
+    for (const plan::Placement &at : d.ref->placements()) here = here || at.device == device;
+    if (!here) continue;
+    const std::vector<uint8_t> &bytes = d.batch > 0 ? slots_[i][size_t(step % 2)] : d.staging;
+    ex.writeTo(device, *d.ref, bytes.data(), bytes.size());
+  }
+}
+
+} // namespace mpc::runtime::train
