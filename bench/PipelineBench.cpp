@@ -7,7 +7,8 @@
 //     that both stages do the same GEMM work (bench/MlpModel.h), mse, SGD;
 //     the step time with M micro-batches under 1f1b, zb-h1 and zb-h2,
 //     in 12 rounds taken in turns with the baselines (in a round each
-//     runs one step untimed, then 4 timed). Counters:
+//     runs one step untimed, then 8 timed, overlapped as `mpc run` runs
+//     them: Executor::runSteps). Counters:
 //       <s>_speedup        unpipelined step time (M = 1, the same devices:
 //                          the stages already overlap their backward
 //                          there) / schedule s's step time, the median
@@ -22,11 +23,18 @@
 //   * Schedules/p/M: gpipe, 1f1b, zb-h1 and zb-h2 in one run on p balanced
 //     stages (p = 2: 4 x 1024 layers, batch 512; p = 4: 8 x 512 layers,
 //     batch 256; two layers per stage, the input 1.5 times as wide), in 12
-//     rounds taken in turns (one step untimed, then 4 timed). Counters per
+//     rounds taken in turns (one step untimed, then 4 timed, overlapped).
+//     Counters per
 //     schedule: <s>_ms (the fastest round, per step), <s>_vs_1f1b (step
 //     time against 1F1B's, the median over the rounds of the ratio within
 //     a round), <s>_bubble (measured: 1 - T(one device) / (p * fastest
 //     round)), <s>_predicted (the cost model's bubble).
+//   * OverlappedSteps/M: what overlapping steps (Executor::runSteps) gains
+//     on the PipelinedMlpStep model, per plan (unpipelined, 1f1b, zb-h1,
+//     zb-h2 with M micro-batches): in 10 rounds taken in turns, one step
+//     untimed, 8 single steps (step()) and 8 overlapped ones. Counters:
+//     <s>_single_ms, <s>_overlapped_ms (fastest rounds, per step) and
+//     <s>_gain (single / overlapped, the median over the rounds).
 //   * StageZeroArena: an 8 x 256 tanh MLP, batch 4096, on p = 4 stages with
 //     M = 16 micro-batches (activations outweigh the weights, as where
 //     pipelining is used); the peak arena of stage 0 under 1F1B / under

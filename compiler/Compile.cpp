@@ -122,7 +122,8 @@ MicrobatchChoice chooseMicrobatches(const ir::Graph &model, const CompileOptions
       std::unique_ptr<ir::Graph> g = model.clone();
       runPasses(*g, quiet);
       plan::Plan p = lower(*g, quiet);
-      double seconds = codegen::predictPipelineCost(p).makespan;
+      // The step as `mpc run` runs it: overlapped with the next.
+      double seconds = codegen::predictPipelineCost(p).overlappedStep;
       choice.predicted.emplace_back(m, seconds);
       if (choice.predicted.size() == 1 || seconds < bestSeconds) {
         choice.best = m;

@@ -54,4 +54,16 @@ void BatchFeed::write(Executor &ex, uint32_t device, int64_t step) {
   }
 }
 
+void BatchFeed::writeAll(Executor &ex, int64_t step) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stageUpTo(step);
+  }
+  for (size_t i = 0; i < data_.size(); ++i) {
+    const Dataset &d = data_[i];
+    const std::vector<uint8_t> &bytes = d.batch > 0 ? slots_[i][size_t(step % 2)] : d.staging;
+    ex.write(*d.ref, bytes.data(), bytes.size());
+  }
+}
+
 } // namespace mpc::runtime::train

@@ -35,6 +35,8 @@ public:
   /// runSteps `before` hook. Steps come in order per device, at most two
   /// apart across devices.
   void write(Executor &ex, uint32_t device, int64_t step);
+  /// Writes every input hosted here of step `step`, between steps.
+  void writeAll(Executor &ex, int64_t step);
 
 private:
   /// Stages every step up to `step` (mutex_ held).

@@ -474,26 +474,28 @@ void Trainer::runSteps() {
       finiteAt = step;
     }
   };
-  // After each step of each device, on the thread running it. Overlapped,
-  // a device reads what it holds as it ends its step; otherwise the loop
-  // below reads everything after the whole step.
-  auto after = [&](uint32_t device, int64_t step) {
-    if (trace_) {
-      std::vector<InstrSpan> mine;
-      ex.takeSpans(device, mine);
-      std::lock_guard<std::mutex> lock(traceMutex);
-      trace_->add(step, device, mine);
-    }
-    if (!overlap) return;
+  // What a device's step leaves for the host: its spans (--trace,
+  // --profile), and when steps overlap, its outputs and the loss line, read
+  // on the device's thread as it ends the step.
+  auto takeSpans = [&](uint32_t device, int64_t step) {
+    if (!trace_) return;
+    std::vector<InstrSpan> mine;
+    ex.takeSpans(device, mine);
+    std::lock_guard<std::mutex> lock(traceMutex);
+    trace_->add(step, device, mine);
+  };
+  Executor::StepHooks hooks;
+  hooks.before = [&](uint32_t device, int64_t step) { feed.write(ex, device, step); };
+  hooks.after = [&](uint32_t device, int64_t step) {
+    takeSpans(device, step);
     for (Collected &c : outputs_)
       if (c.ref->device == device) readOutput(c);
     if (device == lossDevice) afterLossStep(step);
   };
-  Executor::StepHooks hooks;
-  hooks.before = [&](uint32_t device, int64_t step) { feed.write(ex, device, step); };
-  hooks.after = after;
   // Runs of overlapped steps, each ending where a checkpoint is written (or
-  // at the end): the checkpoint needs every device at the same step.
+  // at the end): the checkpoint needs every device at the same step. One
+  // step at a time, the host does everything between steps, on this
+  // thread, as a GPU runtime needs.
   for (int64_t s = first; s < total;) {
     int64_t end = total;
     if (opt_.saveEvery > 0) end = std::min(total, (s / opt_.saveEvery + 1) * opt_.saveEvery);
@@ -501,7 +503,9 @@ void Trainer::runSteps() {
       if (overlap) ex.runSteps(end - s, hooks);
       else
         for (int64_t k = s; k < end; ++k) {
-          ex.runSteps(1, hooks);
+          feed.writeAll(ex, k + 1);
+          ex.step();
+          for (uint32_t d = 0; d < ex.plan().devices.size(); ++d) takeSpans(d, k + 1);
           for (Collected &c : outputs_) readOutput(c);
           afterLossStep(k + 1);
         }
