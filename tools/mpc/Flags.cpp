@@ -25,8 +25,9 @@ void parseCommandLine(CLI::App &app, int argc, const char *const *argv) {
 CLI::App *addRunFlags(CLI::App &app, RunArgs &args) {
   CLI::App *cmd = app.add_subcommand(
       "run", "Train with a plan (or run inference with a plan that has no loss): on the CPU "
-             "runtime (devices on up to one thread each, see --threads), or on the CUDA "
-             "runtime for gpu plans");
+             "runtime (devices on up to one thread each, see --threads; each device starts "
+             "its next step as soon as it has finished its own, with the same results as "
+             "steps one at a time), or on the CUDA runtime for gpu plans");
   cmd->add_option("plan", args.train.planFile, "Plan file (from mpc compile)")->required();
   cmd->add_option("--input", args.train.inputs,
                   "NAME=FILE.npy: a dataset for plan input NAME (float32, int32 or float16, C "
