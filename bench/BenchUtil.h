@@ -53,9 +53,9 @@ double timedSteps(BenchmarkState &state, runtime::Executor &ex) {
 /// round each executor in turn runs one step untimed (its memory back in
 /// the caches after the others') and then `steps` timed ones, overlapped as
 /// `mpc run` runs them (Executor::runSteps); the order rotates by one per
-/// round. Neighbouring turns share the machine's moment,
-/// so the ratio of two executors' times in one round cancels most of a
-/// shared machine's drift, which moves single runs by 20% and more.
+/// round. Neighbouring turns share the machine's moment, so the ratio of
+/// two executors' times in one round cancels most of a shared machine's
+/// drift, which moves single runs by 20% and more.
 inline std::vector<std::vector<double>>
 pairedSteps(const std::vector<runtime::Executor *> &runs, int rounds, int steps) {
   std::vector<std::vector<double>> t(runs.size(), std::vector<double>(size_t(rounds)));

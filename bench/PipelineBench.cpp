@@ -18,17 +18,18 @@
 //       <s>_bubble         measured: 1 - T(one device, M = 1) / (p * step
 //                          time), fastest rounds, device time not spent on
 //                          the one-device work;
-//       <s>_predicted      the cost model's bubble (compile --stats);
+//       <s>_predicted      the cost model's bubble of overlapped steps
+//                          (compile --stats);
 //       bubble_analytic    (p-1)/(M+p-1), 1F1B's bound.
 //   * Schedules/p/M: gpipe, 1f1b, zb-h1 and zb-h2 in one run on p balanced
 //     stages (p = 2: 4 x 1024 layers, batch 512; p = 4: 8 x 512 layers,
 //     batch 256; two layers per stage, the input 1.5 times as wide), in 12
 //     rounds taken in turns (one step untimed, then 4 timed, overlapped).
-//     Counters per
-//     schedule: <s>_ms (the fastest round, per step), <s>_vs_1f1b (step
+//     Counters per schedule: <s>_ms (the fastest round, per step), <s>_vs_1f1b (step
 //     time against 1F1B's, the median over the rounds of the ratio within
 //     a round), <s>_bubble (measured: 1 - T(one device) / (p * fastest
-//     round)), <s>_predicted (the cost model's bubble).
+//     round)), <s>_predicted (the cost model's bubble of overlapped
+//     steps).
 //   * OverlappedSteps/M: what overlapping steps (Executor::runSteps) gains
 //     on the PipelinedMlpStep model, per plan (unpipelined, 1f1b, zb-h1,
 //     zb-h2 with M micro-batches): in 10 rounds taken in turns, one step
@@ -92,7 +93,8 @@ const std::string kSgd = R"({"sgd": {"lr": 0.001}})";
 const std::vector<std::string> kSpeedSchedules = {"1f1b", "zb-h1", "zb-h2"};
 
 /// Each schedule's plan of `json` with `m` micro-batches, ready to run
-/// (inputs filled), and the cost model's bubble for it.
+/// (inputs filled), and the cost model's bubble for it, of overlapped steps
+/// as the benchmarks time them.
 struct ScheduleRuns {
   std::vector<std::unique_ptr<runtime::Executor>> executors;
   std::vector<double> predictedBubble;
@@ -103,7 +105,7 @@ ScheduleRuns compileSchedules(const std::string &json, int64_t m,
   ScheduleRuns r;
   for (const std::string &s : schedules) {
     Compiled c = compile(json, m, s);
-    r.predictedBubble.push_back(codegen::predictPipelineCost(c.plan).predictedBubble);
+    r.predictedBubble.push_back(codegen::predictPipelineCost(c.plan).overlappedBubble);
     r.executors.push_back(std::make_unique<runtime::Executor>(std::move(c.plan)));
     fillInputs(*r.executors.back());
   }
@@ -142,20 +144,17 @@ void PipelinedMlpStep(benchmark::State &state) {
 BENCHMARK(PipelinedMlpStep)->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 
-
 void OverlappedSteps(benchmark::State &state) {
   const int64_t m = state.range(0);
   const std::string json =
       mlpModelJson(kBatch, kWidth, kLayers, 2, kSgd, bench::balancedInputWidth(kWidth));
   std::vector<std::string> names = {"unpipelined"};
   for (const std::string &s : kSpeedSchedules) names.push_back(s);
-  std::vector<std::unique_ptr<runtime::Executor>> ex;
-  for (const std::string &n : names) {
-    const bool flat = n == "unpipelined";
-    ex.push_back(std::make_unique<runtime::Executor>(
-        compile(json, flat ? 1 : m, flat ? "1f1b" : n).plan));
-    fillInputs(*ex.back());
-  }
+  runtime::Executor flat(compile(json, 1, "1f1b").plan);
+  fillInputs(flat);
+  ScheduleRuns pipelined = compileSchedules(json, m, kSpeedSchedules);
+  std::vector<runtime::Executor *> ex = {&flat};
+  for (auto &e : pipelined.executors) ex.push_back(e.get());
   std::vector<std::vector<double>> single(names.size()), overlapped(names.size());
   for (auto _ : state)
     for (int r = 0; r < 10; ++r)

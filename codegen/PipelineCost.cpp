@@ -33,16 +33,17 @@ namespace mpc::codegen {
 
 PipelineCost predictPipelineCost(const plan::Plan &plan) {
   const size_t nd = plan.devices.size();
-  plan::SimulatedStep sim = plan::simulateStep(plan);
-  std::vector<double> &busy = sim.busy;
+  // One run of overlapped steps gives both figures: its first step is the
+  // single step (a device's later steps never change an earlier one's).
+  plan::SimulationOptions overlapped;
+  overlapped.steps = plan::kOverlappedSteps;
+  plan::SimulatedStep sim = plan::simulateStep(plan, overlapped);
   PipelineCost c;
   c.makespan = sim.makespan;
   double work = 0;
-  for (double b : busy) work += b;
+  for (double b : sim.busy) work += b;
   c.predictedBubble = c.makespan > 0 ? 1.0 - work / (double(nd) * c.makespan) : 0.0;
-  plan::SimulationOptions overlapped;
-  overlapped.steps = plan::kOverlappedSteps;
-  c.overlappedStep = plan::simulateStep(plan, overlapped).overlappedStep();
+  c.overlappedStep = sim.overlappedStep();
   c.overlappedBubble =
       c.overlappedStep > 0 ? std::max(0.0, 1.0 - work / (double(nd) * c.overlappedStep)) : 0.0;
   std::set<uint32_t> stageDevices(plan.pipeline.stages.begin(), plan.pipeline.stages.end());

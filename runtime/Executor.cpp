@@ -127,7 +127,6 @@ void Executor::makeGroups(unsigned threads) {
     auto group = std::make_unique<Group>();
     size_t size = n / count + (g < n % count ? 1 : 0);
     for (size_t i = 0; i < size; ++i) group->devices.push_back(hosted[next++]);
-    group->pc.assign(group->devices.size(), 0);
     groups_.push_back(std::move(group));
   }
   // A thread running several devices sleeps on one word that every message
@@ -204,7 +203,7 @@ void Executor::runAlone(Group &g) {
 void Executor::runInTurn(Group &g) {
   // Per device: where it stopped, the step of the run it is in, and whether
   // it has started that step (its `before` hook called).
-  std::fill(g.pc.begin(), g.pc.end(), 0);
+  std::vector<size_t> pc(g.devices.size(), 0);
   std::vector<int64_t> at(g.devices.size(), 0);
   std::vector<uint8_t> started(g.devices.size(), 0);
   size_t left = g.devices.size();
@@ -223,15 +222,15 @@ void Executor::runInTurn(Group &g) {
         if (hooks_ && hooks_->before) hooks_->before(d, runningStep_ + at[i]);
         started[i] = true;
       }
-      size_t before = g.pc[i];
-      if (backends_[d]->runUntilBlocked(*transport_, runningStep_ + at[i], g.pc[i])) {
+      size_t before = pc[i];
+      if (backends_[d]->runUntilBlocked(*transport_, runningStep_ + at[i], pc[i])) {
         if (hooks_ && hooks_->after) hooks_->after(d, runningStep_ + at[i]);
         markDone(d);
-        g.pc[i] = 0;
+        pc[i] = 0;
         started[i] = false;
         if (++at[i] == runCount_) --left;
         moved = true;
-      } else if (g.pc[i] != before) {
+      } else if (pc[i] != before) {
         moved = true;
       }
     }

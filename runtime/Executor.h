@@ -168,7 +168,6 @@ private:
   /// Devices run by one thread (groups_[0]: the calling thread's).
   struct Group {
     std::vector<uint32_t> devices;
-    std::vector<size_t> pc;        ///< per device: where runUntilBlocked stopped
     WakeWord start;         ///< bumped by step(): run the devices once
     /// Bumped by every send to one of them, and by every finished step of
     /// a run of several (runSteps).

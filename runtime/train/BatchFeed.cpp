@@ -39,30 +39,28 @@ void BatchFeed::stageUpTo(int64_t step) {
   }
 }
 
-void BatchFeed::write(Executor &ex, uint32_t device, int64_t step) {
+const std::vector<uint8_t> &BatchFeed::bytes(size_t i, int64_t step) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stageUpTo(step);
   }
+  return data_[i].batch > 0 ? slots_[i][size_t(step % 2)] : data_[i].staging;
+}
+
+void BatchFeed::write(Executor &ex, uint32_t device, int64_t step) {
   for (size_t i = 0; i < data_.size(); ++i) {
-    const Dataset &d = data_[i];
     bool here = false;
-    for (const plan::Placement &at : d.ref->placements()) here = here || at.device == device;
+    for (const plan::Placement &at : data_[i].ref->placements()) here = here || at.device == device;
     if (!here) continue;
-    const std::vector<uint8_t> &bytes = d.batch > 0 ? slots_[i][size_t(step % 2)] : d.staging;
-    ex.writeTo(device, *d.ref, bytes.data(), bytes.size());
+    const std::vector<uint8_t> &b = bytes(i, step);
+    ex.writeTo(device, *data_[i].ref, b.data(), b.size());
   }
 }
 
 void BatchFeed::writeAll(Executor &ex, int64_t step) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stageUpTo(step);
-  }
   for (size_t i = 0; i < data_.size(); ++i) {
-    const Dataset &d = data_[i];
-    const std::vector<uint8_t> &bytes = d.batch > 0 ? slots_[i][size_t(step % 2)] : d.staging;
-    ex.write(*d.ref, bytes.data(), bytes.size());
+    const std::vector<uint8_t> &b = bytes(i, step);
+    ex.write(*data_[i].ref, b.data(), b.size());
   }
 }
 

@@ -41,6 +41,8 @@ public:
 private:
   /// Stages every step up to `step` (mutex_ held).
   void stageUpTo(int64_t step);
+  /// Dataset `i`'s bytes of step `step`, staged first if no device has yet.
+  const std::vector<uint8_t> &bytes(size_t i, int64_t step);
   void beginEpoch();
 
   std::vector<Dataset> &data_;

@@ -412,13 +412,12 @@ void Trainer::runSteps() {
   // device whose hook reads it: the loss line's scaler state on the loss's
   // device, each output on one device. Otherwise they run one at a time and
   // everything is read after the whole step.
-  bool &overlap = overlapped_;
-  overlap = ex.canOverlapSteps();
+  overlapped_ = ex.canOverlapSteps();
   if (scaleRef && (scaleRef->device != lossDevice || skippedRef->device != lossDevice ||
                    !scaleRef->mirrors.empty() || !skippedRef->mirrors.empty()))
-    overlap = false;
+    overlapped_ = false;
   for (const Collected &c : outputs_)
-    if (!c.ref->shards.empty() || !c.ref->mirrors.empty()) overlap = false;
+    if (!c.ref->shards.empty() || !c.ref->mirrors.empty()) overlapped_ = false;
   int64_t finiteAt = first; // the last step whose loss was read and finite
   const bool gpuPlan = plan::usesGpu(ex.plan());
 
@@ -500,7 +499,7 @@ void Trainer::runSteps() {
     int64_t end = total;
     if (opt_.saveEvery > 0) end = std::min(total, (s / opt_.saveEvery + 1) * opt_.saveEvery);
     try {
-      if (overlap) ex.runSteps(end - s, hooks);
+      if (overlapped_) ex.runSteps(end - s, hooks);
       else
         for (int64_t k = s; k < end; ++k) {
           feed.writeAll(ex, k + 1);

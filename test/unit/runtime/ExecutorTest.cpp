@@ -243,6 +243,19 @@ void expectOverlappedStepsMatch(unsigned threads) {
 TEST(Executor, OverlappedStepsMatchSingleSteps) { expectOverlappedStepsMatch(2); }
 TEST(Executor, OverlappedStepsOnASharedThread) { expectOverlappedStepsMatch(1); }
 
+/// `count` overlapped steps of `ex` stop with a UserError saying `message`,
+/// and failedStep() is `step`.
+void expectRunFails(Executor &ex, int64_t count, const Executor::StepHooks &hooks,
+                    const std::string &message, int64_t step) {
+  try {
+    ex.runSteps(count, hooks);
+    FAIL() << "expected a UserError";
+  } catch (const UserError &e) {
+    EXPECT_EQ(e.message(), message);
+    EXPECT_EQ(ex.failedStep(), step);
+  }
+}
+
 /// An error in the third of five overlapped steps stops every device without
 /// hanging, names its step (failedStep), and the executor refuses to go on;
 /// so does an error thrown by a hook.
@@ -259,13 +272,7 @@ TEST(Executor, OverlappedStepErrorsStopTheRun) {
       ex.writeTo(0, *ex.findInput("x"), x.data(), 16);
       ex.writeTo(0, *ex.findInput("labels"), (step == 3 ? bad : good).data(), 8);
     };
-    try {
-      ex.runSteps(5, hooks);
-      FAIL() << "expected a UserError";
-    } catch (const UserError &e) {
-      EXPECT_EQ(e.message(), "label 5 out of range [0, 2) at row 1");
-      EXPECT_EQ(ex.failedStep(), 3);
-    }
+    expectRunFails(ex, 5, hooks, "label 5 out of range [0, 2) at row 1", 3);
     EXPECT_THROW(ex.runSteps(2), UserError);
 
     Executor again(p, cpuBackendFactory(), nullptr, {}, threads);
@@ -275,13 +282,7 @@ TEST(Executor, OverlappedStepErrorsStopTheRun) {
     };
     again.write(*again.findInput("x"), x.data(), 16);
     again.write(*again.findInput("labels"), good.data(), 8);
-    try {
-      again.runSteps(6, throwing);
-      FAIL() << "expected a UserError";
-    } catch (const UserError &e) {
-      EXPECT_EQ(e.message(), "stop here");
-      EXPECT_EQ(again.failedStep(), 2);
-    }
+    expectRunFails(again, 6, throwing, "stop here", 2);
   }
 }
 
