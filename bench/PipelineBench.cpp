@@ -5,8 +5,9 @@
 //   * PipelinedMlpStep/M: two balanced stages on 2 CPU devices: a 4 x 1024
 //     tanh MLP, batch 512, two layers per device, the input 1536 wide so
 //     that both stages do the same GEMM work (bench/MlpModel.h), mse, SGD;
-//     the step time with M micro-batches under 1f1b, zb-h1 and zb-h2,
-//     in 12 rounds taken in turns with the baselines (in a round each
+//     the step time with M micro-batches under 1f1b, zb-h1, zb-h2 and
+//     zb-h2+all (zb-h2 with --in-flight=M: the last stage puts all its W
+//     off to the end of the step), in 12 rounds taken in turns with the baselines (in a round each
 //     runs one step untimed, then 8 timed, overlapped as `mpc run` runs
 //     them: Executor::runSteps). Counters:
 //       <s>_speedup        unpipelined step time (M = 1, the same devices:
@@ -32,7 +33,7 @@
 //     steps).
 //   * OverlappedSteps/M: what overlapping steps (Executor::runSteps) gains
 //     on the PipelinedMlpStep model, per plan (unpipelined, 1f1b, zb-h1,
-//     zb-h2 with M micro-batches): in 10 rounds taken in turns, one step
+//     zb-h2, zb-h2+all with M micro-batches): in 10 rounds taken in turns, one step
 //     untimed, 8 single steps (step()) and 8 overlapped ones. Counters:
 //     <s>_single_ms, <s>_overlapped_ms (fastest rounds, per step) and
 //     <s>_gain (single / overlapped, the median over the rounds).
@@ -74,13 +75,17 @@ struct Compiled {
   plan::Plan plan;
 };
 
+/// `schedule` is a schedule's name, or "zb-h1+all" / "zb-h2+all": that
+/// schedule with every micro-batch in flight (--in-flight=M).
 Compiled compile(const std::string &json, int64_t microbatches, const std::string &schedule,
                  std::map<std::string, std::string> groupMap = {},
                  const std::string &recompute = "none") {
   passes::PassOptions options;
   options.recompute = recompute;
   options.microbatches = microbatches;
-  options.schedule = schedule;
+  const size_t plus = schedule.find("+all");
+  options.schedule = schedule.substr(0, plus);
+  if (plus != std::string::npos) options.inFlight = microbatches;
   options.groupMap = std::move(groupMap);
   Compiled c;
   c.graph = compiler::compileGraph(json, options);
@@ -90,7 +95,7 @@ Compiled compile(const std::string &json, int64_t microbatches, const std::strin
 
 constexpr int kBatch = 512, kWidth = 1024, kLayers = 4;
 const std::string kSgd = R"({"sgd": {"lr": 0.001}})";
-const std::vector<std::string> kSpeedSchedules = {"1f1b", "zb-h1", "zb-h2"};
+const std::vector<std::string> kSpeedSchedules = {"1f1b", "zb-h1", "zb-h2", "zb-h2+all"};
 
 /// Each schedule's plan of `json` with `m` micro-batches, ready to run
 /// (inputs filled), and the cost model's bubble for it, of overlapped steps

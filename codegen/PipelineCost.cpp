@@ -65,12 +65,15 @@ PipelineCost predictPipelineCost(const plan::Plan &plan) {
 void printPipelineStats(const plan::Plan &plan, std::ostream &os) {
   if (plan.pipeline.microbatches <= 1) return;
   PipelineCost c = predictPipelineCost(plan);
-  char buf[256];
+  std::string schedule = plan.pipeline.schedule;
+  if (plan.pipeline.inFlight > 0)
+    schedule += " (at most " + std::to_string(plan.pipeline.inFlight) + " in flight)";
+  char buf[320];
   std::snprintf(buf, sizeof buf,
                 "pipeline: %s, %lld micro-batches, %zu stages on %zu devices; bubble %.1f%% "
                 "predicted by the cost model (step %.3g ms), %.1f%% analytic bound; "
                 "overlapped steps %.1f%% (step %.3g ms)\n",
-                plan.pipeline.schedule.c_str(), (long long)plan.pipeline.microbatches,
+                schedule.c_str(), (long long)plan.pipeline.microbatches,
                 plan.pipeline.stages.size(), c.stageDevices, 100 * c.predictedBubble,
                 c.makespan * 1e3, 100 * c.analyticBubble, 100 * c.overlappedBubble,
                 c.overlappedStep * 1e3);

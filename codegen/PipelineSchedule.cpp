@@ -127,7 +127,7 @@ class PipelineSimulator {
 public:
   explicit PipelineSimulator(LoweringState &st)
       : st_(st), nodes_(st.graph.nodes()), schedule_(st.graph.pipeline.schedule),
-        m_(st.graph.pipeline.microbatches) {}
+        m_(st.graph.pipeline.microbatches), inFlight_(st.graph.pipeline.inFlight) {}
 
   void run() {
     buildUnits();
@@ -136,9 +136,11 @@ public:
     assignStages();
     if (zeroBubble()) assignWeightGradients();
     buildActions();
+    checkInFlight();
     simulate();
     st_.plan.pipeline.microbatches = m_;
     st_.plan.pipeline.schedule = schedule_;
+    st_.plan.pipeline.inFlight = inFlight_;
     for (const auto &[stage, device] : stageDevice_) st_.plan.pipeline.stages.push_back(device);
   }
 
@@ -428,11 +430,26 @@ private:
       }
   }
 
+  /// Zero-bubble schedules: the schedule's own bound on the micro-batches
+  /// a stage holds open, p (zb-h1) or 2p - 1 (zb-h2).
+  int64_t ownBound() const { return schedule_ == "zb-h2" ? 2 * int64_t(p_) - 1 : int64_t(p_); }
+
+  /// An in-flight bound may only raise the schedule's own: below it the
+  /// warm-up forwards the sequence starts with would not fit.
+  void checkInFlight() const {
+    if (inFlight_ == 0 || !zeroBubble() || inFlight_ >= ownBound()) return;
+    throw UserError(st_.graph.sourceFile, "/pipeline/in_flight",
+                    "in-flight bound " + std::to_string(inFlight_) + " is below " + schedule_ +
+                        "'s own on " + std::to_string(p_) + " stages (" +
+                        (schedule_ == "zb-h2" ? "2p - 1" : "p") + " = " +
+                        std::to_string(ownBound()) +
+                        " micro-batches): --in-flight (\"in_flight\") can raise it, not lower it");
+  }
+
   /// Zero-bubble schedules: micro-batches a device may hold open (L).
   int64_t openBound(uint32_t d) const {
     if (!rank_.count(d)) return std::numeric_limits<int64_t>::max();
-    int64_t l = schedule_ == "zb-h2" ? 2 * int64_t(p_) - 1 : int64_t(p_);
-    return l * v_;
+    return std::max(ownBound(), inFlight_) * v_;
   }
 
   /// Megatron's warm-up: forwards a device runs before its first backward.
@@ -640,6 +657,7 @@ private:
   std::map<int, uint32_t> stageDevice_;
   std::map<uint32_t, int> rank_;
   int p_ = 0, v_ = 1;
+  int64_t inFlight_; ///< zero-bubble: ir::PipelineSpec::inFlight (0: the schedule's own)
   std::vector<std::array<std::vector<size_t>, 3>> queues_; ///< F, B, W
   std::vector<char> opens_, closes_; ///< per action: opens / closes a micro-batch
   // Simulation state.

@@ -73,6 +73,11 @@ struct OptimizerSpec {
 struct PipelineSpec {
   int64_t microbatches = 1;
   std::string schedule = "1f1b"; ///< one of kPipelineSchedules
+  /// Zero-bubble schedules: the most micro-batches a stage may hold open
+  /// (forward begun, weight gradient not yet), raising the schedule's own
+  /// bound (p for zb-h1, 2p - 1 for zb-h2) to trade memory for idle time;
+  /// 0: the schedule's own.
+  int64_t inFlight = 0;
   bool operator==(const PipelineSpec &) const = default;
 };
 

@@ -58,7 +58,7 @@ const std::vector<std::string> kNodeKeys = {"name",   "op",       "inputs", "att
                                             "device", "backward", "origin", "spmd"};
 const std::vector<std::string> kSgdKeys = {"lr", "momentum", "dampening", "nesterov",
                                            "weight_decay"};
-const std::vector<std::string> kPipelineKeys = {"microbatches", "schedule"};
+const std::vector<std::string> kPipelineKeys = {"microbatches", "schedule", "in_flight"};
 const std::vector<std::string> kAdamKeys = {"lr", "beta1", "beta2", "eps", "weight_decay"};
 
 std::string child(const std::string &ptr, const std::string &key) {
@@ -914,6 +914,14 @@ private:
         fail(ptr + "/schedule", "unknown schedule " + describeJson(*s) + suggestion(name, names) +
                                     " (expected " + pipelineScheduleList() + ")");
       g_->pipeline.schedule = name;
+    }
+    if (const json *f = find(j, "in_flight")) {
+      if (!f->is_number_integer() || f->get<int64_t>() < 1 ||
+          f->get<int64_t>() > kMaxMicrobatches)
+        fail(ptr + "/in_flight", "in_flight must be an integer in [1, " +
+                                     std::to_string(kMaxMicrobatches) + "], got " +
+                                     describeJson(*f));
+      g_->pipeline.inFlight = f->get<int64_t>();
     }
   }
 

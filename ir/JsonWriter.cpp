@@ -199,9 +199,12 @@ std::string writeModelJson(const Graph &graph) {
     tail.emplace_back("outputs", o);
   }
   if (graph.optimizer) tail.emplace_back("optimizer", optimizerJson(*graph.optimizer));
-  if (graph.pipeline != PipelineSpec{})
-    tail.emplace_back("pipeline", json{{"microbatches", graph.pipeline.microbatches},
-                                       {"schedule", graph.pipeline.schedule}});
+  if (graph.pipeline != PipelineSpec{}) {
+    json pipeline = {{"microbatches", graph.pipeline.microbatches},
+                     {"schedule", graph.pipeline.schedule}};
+    if (graph.pipeline.inFlight > 0) pipeline["in_flight"] = graph.pipeline.inFlight;
+    tail.emplace_back("pipeline", pipeline);
+  }
   if (graph.dataParallel.replicas != 1)
     tail.emplace_back("data_parallel", graph.dataParallel.replicas);
   if (graph.precision != "fp32") tail.emplace_back("precision", graph.precision);

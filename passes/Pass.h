@@ -39,9 +39,11 @@ struct PassOptions {
   std::optional<double> lr;
   /// --stats: passes that have something to say print it to PassContext::log.
   bool stats = false;
-  /// --microbatches / --schedule overrides of the model's "pipeline".
+  /// --microbatches / --schedule / --in-flight overrides of the model's
+  /// "pipeline".
   std::optional<int64_t> microbatches;
   std::optional<std::string> schedule;
+  std::optional<int64_t> inFlight;
   /// --data-parallel / --zero / --bucket-size overrides of the model's
   /// "data_parallel" (docs/parallelism.md).
   std::optional<int64_t> dataParallel;
@@ -60,7 +62,7 @@ struct PassOptions {
 };
 
 /// The model's pipeline settings with the flags applied; throws UserError on
-/// an unknown schedule.
+/// an unknown schedule, or an in-flight bound for a schedule without one.
 ir::PipelineSpec effectivePipeline(const ir::Graph &g, const PassOptions &opts);
 
 /// The model's data parallelism with the flags applied; throws UserError on

@@ -58,6 +58,7 @@ ir::PipelineSpec effectivePipeline(const ir::Graph &g, const PassOptions &opts) 
   ir::PipelineSpec spec = g.pipeline;
   if (opts.microbatches) spec.microbatches = *opts.microbatches;
   if (opts.schedule) spec.schedule = *opts.schedule;
+  if (opts.inFlight) spec.inFlight = *opts.inFlight;
   if (spec.microbatches < 1)
     throw UserError(g.sourceFile, "/pipeline/microbatches",
                     "microbatches must be a positive integer, got " +
@@ -67,6 +68,11 @@ ir::PipelineSpec effectivePipeline(const ir::Graph &g, const PassOptions &opts) 
     throw UserError(g.sourceFile, "/pipeline/schedule",
                     "unknown schedule '" + spec.schedule +
                         "' (expected " + ir::pipelineScheduleList() + ")");
+  // The other schedules fix what a stage holds by their own sequence.
+  if (spec.inFlight > 0 && spec.schedule.rfind("zb-", 0) != 0)
+    throw UserError(g.sourceFile, opts.inFlight ? "--in-flight" : "/pipeline/in_flight",
+                    "an in-flight bound is for the zero-bubble schedules (zb-h1, zb-h2), and the "
+                    "schedule is " + spec.schedule);
   return spec;
 }
 

@@ -211,6 +211,9 @@ struct PipelineInfo {
   std::string schedule;     ///< one of ir::kPipelineSchedules
   /// Device index of each virtual stage, in pipeline order.
   std::vector<uint32_t> stages;
+  /// Zero-bubble schedules: the in-flight bound asked for (--in-flight),
+  /// 0 for the schedule's own.
+  int64_t inFlight = 0;
 };
 
 /// The kinds of kernel attribute values: the op contract's attribute types.

@@ -362,6 +362,9 @@ public:
       p.pipeline.microbatches =
           int64_t(u64(field(pj, "microbatches", "/pipeline"), "/pipeline/microbatches", 1 << 20));
       p.pipeline.schedule = str(field(pj, "schedule", "/pipeline"), "/pipeline/schedule");
+      if (pj.contains("in_flight"))
+        p.pipeline.inFlight =
+            int64_t(u64(pj.at("in_flight"), "/pipeline/in_flight", uint64_t(1) << 20));
       p.pipeline.stages = ids(field(pj, "stages", "/pipeline"), "/pipeline/stages");
     }
     return p;

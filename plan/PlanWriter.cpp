@@ -213,7 +213,8 @@ uint64_t writeMeta(const Plan &plan, std::vector<uint8_t> &out) {
   writeRefs(w.key("params"), plan.params);
   if (pipelined) {
     w.key("pipeline");
-    w.beginMap(3);
+    w.beginMap(plan.pipeline.inFlight > 0 ? 4 : 3);
+    if (plan.pipeline.inFlight > 0) w.key("in_flight").writeInt(plan.pipeline.inFlight);
     w.key("microbatches").writeInt(plan.pipeline.microbatches);
     w.key("schedule").writeString(plan.pipeline.schedule);
     w.key("stages").writeInts(plan.pipeline.stages);

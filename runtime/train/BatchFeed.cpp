@@ -16,8 +16,8 @@ BatchFeed::BatchFeed(std::vector<Dataset> &data, int64_t rows, int64_t batchesPe
   for (int64_t s = 0; s < first; s += batchesPerEpoch_) beginEpoch();
   slots_.resize(data_.size());
   for (size_t i = 0; i < data_.size(); ++i)
-    if (data_[i].batch > 0)
-      for (auto &slot : slots_[i]) slot.resize(data_[i].staging.size());
+    if (data_[i].batch > 0 && shuffle_)
+      for (auto &slot : slots_[i]) slot.resize(size_t(data_[i].batch) * data_[i].rowBytes);
 }
 
 void BatchFeed::beginEpoch() {
@@ -39,12 +39,20 @@ void BatchFeed::stageUpTo(int64_t step) {
   }
 }
 
-const std::vector<uint8_t> &BatchFeed::bytes(size_t i, int64_t step) {
+std::span<const uint8_t> BatchFeed::bytes(size_t i, int64_t step) {
+  const Dataset &d = data_[i];
+  if (d.batch == 0) return d.staging;
+  if (!shuffle_) {
+    // Rows [k * batch, (k + 1) * batch) of the file, k the step's place in
+    // its epoch: one block, read where it lies.
+    const size_t at = size_t((step - 1) % batchesPerEpoch_) * size_t(d.batch) * d.rowBytes;
+    return {d.array.data.data() + at, size_t(d.batch) * d.rowBytes};
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stageUpTo(step);
   }
-  return data_[i].batch > 0 ? slots_[i][size_t(step % 2)] : data_[i].staging;
+  return slots_[i][size_t(step % 2)];
 }
 
 void BatchFeed::write(Executor &ex, uint32_t device, int64_t step) {
@@ -52,14 +60,14 @@ void BatchFeed::write(Executor &ex, uint32_t device, int64_t step) {
     bool here = false;
     for (const plan::Placement &at : data_[i].ref->placements()) here = here || at.device == device;
     if (!here) continue;
-    const std::vector<uint8_t> &b = bytes(i, step);
+    std::span<const uint8_t> b = bytes(i, step);
     ex.writeTo(device, *data_[i].ref, b.data(), b.size());
   }
 }
 
 void BatchFeed::writeAll(Executor &ex, int64_t step) {
   for (size_t i = 0; i < data_.size(); ++i) {
-    const std::vector<uint8_t> &b = bytes(i, step);
+    std::span<const uint8_t> b = bytes(i, step);
     ex.write(*data_[i].ref, b.data(), b.size());
   }
 }

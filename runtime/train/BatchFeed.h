@@ -5,9 +5,11 @@
 // epoch's order again (so a resumed run replays the shuffles before its
 // start). Under overlapped steps (Executor::runSteps) each device writes its
 // own inputs as it starts a step, on its own thread, and up to two steps are
-// in flight: the feed stages a step's rows once, for the first device to
-// start it, in one of two slots, and the slot is reused two steps later,
-// when the executor's window guarantees every device has written from it.
+// in flight. In file order a step's rows lie together in the dataset and
+// are written from there. Shuffled, the feed gathers a step's rows once,
+// for the first device to start it, into one of two slots, and the slot is
+// reused two steps later, when the executor's window guarantees every
+// device has written from it.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -19,6 +21,7 @@
 #include <cstdint>
 #include <mutex>
 #include <random>
+#include <span>
 #include <vector>
 
 namespace mpc::runtime::train {
@@ -41,8 +44,9 @@ public:
 private:
   /// Stages every step up to `step` (mutex_ held).
   void stageUpTo(int64_t step);
-  /// Dataset `i`'s bytes of step `step`, staged first if no device has yet.
-  const std::vector<uint8_t> &bytes(size_t i, int64_t step);
+  /// Dataset `i`'s bytes of step `step`: in place, or (shuffled) staged
+  /// first if no device has yet.
+  std::span<const uint8_t> bytes(size_t i, int64_t step);
   void beginEpoch();
 
   std::vector<Dataset> &data_;
@@ -51,7 +55,7 @@ private:
   std::mt19937_64 rng_;
   std::vector<int64_t> perm_; ///< the row order in effect
   int64_t staged_;            ///< the last step staged
-  /// Per dataset: the rows of steps of each parity.
+  /// Shuffled, per dataset: the rows of steps of each parity.
   std::vector<std::array<std::vector<uint8_t>, 2>> slots_;
   std::mutex mutex_;
 };

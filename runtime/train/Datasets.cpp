@@ -160,7 +160,6 @@ std::vector<Dataset> loadInputs(const plan::Plan &p, const std::vector<std::stri
     requireFinite(d);
     rows = a.shape[0];
     rowsFile = d.file;
-    d.staging.resize(size_t(t.numElements()) * size_t(ops::dtypeSize(t.dtype)));
     out.push_back(std::move(d));
   }
   return out;

@@ -38,7 +38,7 @@ struct Dataset {
   io::NpyArray array;
   size_t rowBytes = 0; ///< bytes of one dataset row (a batch is batch rows)
   int64_t batch = 0;   ///< rows per step; 0 for a rank-0 input fed whole
-  std::vector<uint8_t> staging;
+  std::vector<uint8_t> staging; ///< a rank-0 input's bytes, fed every step
 };
 
 /// Reads the --input NAME=FILE specs, one dataset per plan input, checked

@@ -79,6 +79,14 @@ void CommonOptions::addTo(CLI::App &cmd) {
       ->check(CLI::IsMember(std::vector<std::string>(std::begin(ir::kPipelineSchedules),
                                                      std::end(ir::kPipelineSchedules))));
   cmd.add_option_function<int64_t>(
+         "--in-flight", [this](int64_t n) { inFlight = n; },
+         "zb-h1 and zb-h2: let each stage hold up to N micro-batches open (forward begun, "
+         "weight gradient not yet), above the schedule's own bound (p for zb-h1, 2p-1 for "
+         "zb-h2), so that later stages may put more weight gradients off to the end: less "
+         "idle time for more activation memory (overrides the model's \"pipeline\"; "
+         "docs/pipelining.md)")
+      ->transform(integerIn(1, uint64_t(ir::kMaxMicrobatches), ir::kMaxMicrobatchesReason));
+  cmd.add_option_function<int64_t>(
          "--data-parallel", [this](int64_t r) { dataParallel = r; },
          "Make R replicas of the placed model, replica r on its devices shifted by r times their "
          "number (or the next devices of --devices), each taking 1/R of every input's batch; "
@@ -131,6 +139,7 @@ passes::PassOptions CommonOptions::passOptions() const {
   if (lrGiven) o.lr = lr;
   o.microbatches = microbatches;
   if (!schedule.empty()) o.schedule = schedule;
+  o.inFlight = inFlight;
   if (!recompute.empty()) o.recompute = recompute;
   o.fuseAttention = fuseAttention;
   if (!precision.empty()) o.precision = precision;

@@ -30,6 +30,7 @@ struct CommonOptions {
   std::optional<int64_t> microbatches; ///< unset: the model's
   bool microbatchesAuto = false;       ///< --microbatches=auto (mpc compile chooses)
   std::string schedule;     ///< "": the model's
+  std::optional<int64_t> inFlight; ///< unset: the model's, else the schedule's own
   std::string recompute;    ///< "": none
   bool fuseAttention = true; ///< --no-fuse-attention turns it off
   std::string precision;    ///< "": the model's

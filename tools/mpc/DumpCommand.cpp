@@ -57,7 +57,11 @@ void addDumpCommand(CLI::App &app) {
       else if (args->format == "dot")
         plan::writeScheduleDot(grid,
                                p.model + ": " + p.pipeline.schedule + ", " +
-                                   std::to_string(p.pipeline.microbatches) + " micro-batches",
+                                   std::to_string(p.pipeline.microbatches) + " micro-batches" +
+                                   (p.pipeline.inFlight > 0
+                                        ? ", at most " + std::to_string(p.pipeline.inFlight) +
+                                              " in flight"
+                                        : std::string()),
                                std::cout);
       else plan::printScheduleGrid(grid, std::cout);
     } else if (args->format == "json") {

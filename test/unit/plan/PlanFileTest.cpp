@@ -415,7 +415,7 @@ TEST(PlanFile, MetaIsNlohmannsEncodingOfTheSameDocument) {
   p.devices = {d, d};
   p.inputs.push_back({"x", plan::DType::F32, {100, 2}, 1, 0, {}, {}});
   p.optimizer = {"sgd", {{"lr", 0.01}, {"momentum", 0.0}, {"nesterov", 1.0}}};
-  p.pipeline = {3, "gpipe", {0, 1, 0}};
+  p.pipeline = {3, "zb-h2", {0, 1, 0}, 4};
   p.ops = {{"test", 0, ~0u, {{"b", plan::AttrKind::Bool}, {"l", plan::AttrKind::Ints}}}};
   p.initialValues = {std::vector<uint8_t>(5, 1), {}, std::vector<uint8_t>(130, 2)};
   expectNlohmannEncoding(plan::serializePlan(p), "every field");

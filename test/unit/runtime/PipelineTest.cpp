@@ -96,11 +96,12 @@ struct Compiled {
 };
 
 Compiled compile(const json &model, int64_t microbatches, const std::string &schedule,
-                 const std::string &recompute = "") {
+                 const std::string &recompute = "", int64_t inFlight = 0) {
   compiler::CompileOptions options;
   if (microbatches > 0) options.passes.microbatches = microbatches;
   if (!schedule.empty()) options.passes.schedule = schedule;
   if (!recompute.empty()) options.passes.recompute = recompute;
+  if (inFlight > 0) options.passes.inFlight = inFlight;
   Compiled c;
   c.graph = compiler::compileGraph(model.dump(), options);
   plan::Plan p = compiler::lower(*c.graph, options);
@@ -308,13 +309,15 @@ TEST(Pipeline, OneFOneBBoundsMicrobatchesInFlight) {
   }
 }
 
-/// Trains `model` under 1F1B and under `schedule` (with `recompute`) with M
-/// micro-batches; every loss and every parameter and state are the same bits.
+/// Trains `model` under 1F1B and under `schedule` (with `recompute`, and an
+/// in-flight bound) with M micro-batches; every loss and every parameter and
+/// state are the same bits.
 void expectBitIdenticalTo1F1B(const json &model, int64_t m, const std::string &schedule,
-                              const std::string &recompute = "") {
-  SCOPED_TRACE("M=" + std::to_string(m) + " schedule=" + schedule + " recompute=" + recompute);
+                              const std::string &recompute = "", int64_t inFlight = 0) {
+  SCOPED_TRACE("M=" + std::to_string(m) + " schedule=" + schedule + " recompute=" + recompute +
+               " in-flight=" + std::to_string(inFlight));
   Compiled ref = compile(model, m, "1f1b");
-  Compiled zb = compile(model, m, schedule, recompute);
+  Compiled zb = compile(model, m, schedule, recompute, inFlight);
   Executor a(ref.plan), b(zb.plan);
   for (int s = 0; s < 3; ++s) {
     auto in = testbatch::inputsFor(ref.plan, s);
@@ -368,6 +371,11 @@ TEST(Pipeline, ZeroBubbleIsBitIdenticalTo1F1B) {
     for (int64_t m : {1, 3, 4, 8}) expectBitIdenticalTo1F1B(shared, m, schedule);
     for (int64_t m : {1, 2, 4}) // p = 2
       expectBitIdenticalTo1F1B(batchNormDropoutModel(), m, schedule);
+    // Every micro-batch in flight: the later stages put all their W off.
+    for (const char *opt : {"sgd", "adam"})
+      expectBitIdenticalTo1F1B(chainModel(kFourStages, "xent", opt), 8, schedule, "", 8);
+    expectBitIdenticalTo1F1B(shared, 8, schedule, "", 8);
+    expectBitIdenticalTo1F1B(batchNormDropoutModel(), 4, schedule, "", 4);
   }
 }
 
@@ -427,32 +435,62 @@ TEST(Pipeline, FullRecomputeCutsStageZeroArena) {
 /// zb-h1 (1F1B's first stage's bound), where the later stages do hold W
 /// actions back (more open than 1F1B's p - s); at most 2p - 1 under zb-h2.
 /// B and W actions both appear.
+/// The most micro-batches open at once on device `d` of `plan` (forward
+/// begun, the last of its backward actions there not yet); counts the
+/// device's W actions into `weightGrads`.
+size_t openPeak(const plan::Plan &plan, size_t d, size_t &weightGrads) {
+  const auto &instrs = plan.devices[d].instrs;
+  std::set<int> hasW;
+  for (const plan::Instr &in : instrs)
+    if (in.action.kind == plan::Action::WeightGrad) hasW.insert(in.action.microbatch);
+  weightGrads += hasW.size();
+  std::set<int> open;
+  size_t peak = 0;
+  for (const plan::Instr &in : instrs) {
+    const plan::Action &a = in.action;
+    if (a.kind == plan::Action::Forward) open.insert(a.microbatch);
+    if (a.kind == plan::Action::WeightGrad ||
+        (a.kind == plan::Action::Backward && !hasW.count(a.microbatch)))
+      open.erase(a.microbatch);
+    peak = std::max(peak, open.size());
+  }
+  EXPECT_TRUE(open.empty());
+  return peak;
+}
+
 TEST(Pipeline, ZeroBubbleBoundsOpenMicrobatches) {
   const int64_t p = 4, m = 8;
   for (const std::string &s : {std::string("zb-h1"), std::string("zb-h2")}) {
     Compiled c = compile(chainModel(kFourStages, "mse", "adam"), m, s);
     size_t weightGrads = 0;
     for (size_t d = 0; d < c.plan.devices.size(); ++d) {
-      const auto &instrs = c.plan.devices[d].instrs;
-      std::set<int> hasW;
-      for (const plan::Instr &in : instrs)
-        if (in.action.kind == plan::Action::WeightGrad) hasW.insert(in.action.microbatch);
-      weightGrads += hasW.size();
-      std::set<int> open;
-      size_t peak = 0;
-      for (const plan::Instr &in : instrs) {
-        const plan::Action &a = in.action;
-        if (a.kind == plan::Action::Forward) open.insert(a.microbatch);
-        if (a.kind == plan::Action::WeightGrad ||
-            (a.kind == plan::Action::Backward && !hasW.count(a.microbatch)))
-          open.erase(a.microbatch);
-        peak = std::max(peak, open.size());
-      }
       SCOPED_TRACE(s + " stage " + std::to_string(d));
-      EXPECT_TRUE(open.empty());
+      size_t peak = openPeak(c.plan, d, weightGrads);
       EXPECT_LE(peak, s == "zb-h1" ? size_t(p) : size_t(2 * p - 1));
       if (s == "zb-h1" && d > 0) {
         EXPECT_GT(peak, size_t(p) - d);
+      }
+    }
+    EXPECT_EQ(weightGrads, size_t(p * m)) << s;
+  }
+}
+
+/// --in-flight raises a zero-bubble schedule's bound: no stage holds more,
+/// and the last stage, which runs each B right after its F, then holds
+/// more than the schedule's own bound lets it, its W put off.
+TEST(Pipeline, InFlightRaisesTheZeroBubbleBound) {
+  const int64_t p = 4, m = 8;
+  for (const std::string &s : {std::string("zb-h1"), std::string("zb-h2")}) {
+    const size_t own = s == "zb-h1" ? size_t(p) : size_t(2 * p - 1);
+    Compiled c = compile(chainModel(kFourStages, "mse", "adam"), m, s, "", m);
+    EXPECT_EQ(c.plan.pipeline.inFlight, m);
+    size_t weightGrads = 0;
+    for (size_t d = 0; d < c.plan.devices.size(); ++d) {
+      SCOPED_TRACE(s + " stage " + std::to_string(d));
+      size_t peak = openPeak(c.plan, d, weightGrads);
+      EXPECT_LE(peak, size_t(m));
+      if (d == c.plan.devices.size() - 1) {
+        EXPECT_GT(peak, own);
       }
     }
     EXPECT_EQ(weightGrads, size_t(p * m)) << s;
