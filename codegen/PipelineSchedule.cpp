@@ -53,7 +53,10 @@
 //                     every stage, twice 1F1B's first stage: the extra
 //                     forwards fill the warm-up, and the last stages may put
 //                     their W off to the end, where the first stages would
-//                     otherwise wait. The W actions wait
+//                     otherwise wait. An in-flight bound N
+//                     (ir::PipelineSpec::inFlight, --in-flight) raises L to
+//                     N on every stage; it may not lower it, as the warm-up
+//                     forwards must fit. The W actions wait
 //                     in micro-batch order: the oldest runs when the next F
 //                     would open one micro-batch too many, and whenever the
 //                     next F or B is not ready (its data is still on another
