@@ -75,8 +75,9 @@ struct Compiled {
   plan::Plan plan;
 };
 
-/// `schedule` is a schedule's name, or "zb-h1+all" / "zb-h2+all": that
-/// schedule with every micro-batch in flight (--in-flight=M).
+/// `schedule` is a schedule's name, or "zb-h2+all": zb-h2 with every
+/// micro-batch in flight (--in-flight=M, on the two stages it is used on;
+/// below M = 3 zb-h2's own bound, 2p - 1, already lets them all be).
 Compiled compile(const std::string &json, int64_t microbatches, const std::string &schedule,
                  std::map<std::string, std::string> groupMap = {},
                  const std::string &recompute = "none") {
@@ -85,7 +86,7 @@ Compiled compile(const std::string &json, int64_t microbatches, const std::strin
   options.microbatches = microbatches;
   const size_t plus = schedule.find("+all");
   options.schedule = schedule.substr(0, plus);
-  if (plus != std::string::npos) options.inFlight = microbatches;
+  if (plus != std::string::npos) options.inFlight = std::max<int64_t>(microbatches, 3);
   options.groupMap = std::move(groupMap);
   Compiled c;
   c.graph = compiler::compileGraph(json, options);
