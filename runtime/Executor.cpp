@@ -183,6 +183,18 @@ void Executor::wakeAll() {
   for (auto &g : groups_) g->arrivals.bump();
 }
 
+void Executor::beginStep(Group &g, uint32_t device, int64_t k) {
+  g.current = runningStep_ + k;
+  if (hooks_ && hooks_->before) hooks_->before(device, runningStep_ + k);
+}
+
+void Executor::endStep(uint32_t device, int64_t k) {
+  // The hook reads the device's results before another device may start
+  // step k + 2 and overwrite what it reads (inputs staged for step k).
+  if (hooks_ && hooks_->after) hooks_->after(device, runningStep_ + k);
+  markDone(device);
+}
+
 void Executor::runAlone(Group &g) {
   const uint32_t d = g.devices[0];
   for (int64_t k = 0; k < runCount_; ++k) {
@@ -192,11 +204,9 @@ void Executor::runAlone(Group &g) {
       if (transport_->closed()) throw TransportClosed();
       g.arrivals.waitWhile(seen);
     }
-    g.current = runningStep_ + k;
-    if (hooks_ && hooks_->before) hooks_->before(d, runningStep_ + k);
+    beginStep(g, d, k);
     backends_[d]->runStep(*transport_, runningStep_ + k);
-    if (hooks_ && hooks_->after) hooks_->after(d, runningStep_ + k);
-    markDone(d);
+    endStep(d, k);
   }
 }
 
@@ -219,13 +229,12 @@ void Executor::runInTurn(Group &g) {
       g.current = runningStep_ + at[i];
       if (!started[i]) {
         if (!mayStart(at[i])) continue;
-        if (hooks_ && hooks_->before) hooks_->before(d, runningStep_ + at[i]);
+        beginStep(g, d, at[i]);
         started[i] = true;
       }
       size_t before = pc[i];
       if (backends_[d]->runUntilBlocked(*transport_, runningStep_ + at[i], pc[i])) {
-        if (hooks_ && hooks_->after) hooks_->after(d, runningStep_ + at[i]);
-        markDone(d);
+        endStep(d, at[i]);
         pc[i] = 0;
         started[i] = false;
         if (++at[i] == runCount_) --left;

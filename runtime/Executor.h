@@ -193,6 +193,12 @@ private:
   void markDone(uint32_t device);
   /// Wakes every thread waiting for a message or for mayStart.
   void wakeAll();
+  /// Device `device` of group `g` starts step `k` of the run (0-based): its
+  /// `before` hook.
+  void beginStep(Group &g, uint32_t device, int64_t k);
+  /// Device `device` finished step `k` of the run: its `after` hook, then
+  /// markDone.
+  void endStep(uint32_t device, int64_t k);
   void checkUsable() const;
   /// Writes the placements of `tensor` hosted here for which `on(device)`.
   template <class On>
