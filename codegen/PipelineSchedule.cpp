@@ -171,7 +171,7 @@ private:
   }
   uint32_t unitOf(const ir::Node *n) const { return unit_[st_.deviceOf(n)]; }
   bool sameUnit(const ir::Node *a, const ir::Node *b) const { return unitOf(a) == unitOf(b); }
-  bool zeroBubble() const { return schedule_.rfind("zb-", 0) == 0; }
+  bool zeroBubble() const { return ir::isZeroBubbleSchedule(schedule_); }
 
 
   void buildDependencies() {

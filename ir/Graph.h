@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -117,6 +118,9 @@ inline const char *const kPipelineSchedules[] = {"gpipe", "1f1b", "interleaved-1
                                                  "zb-h2"};
 /// "gpipe, 1f1b, interleaved-1f1b, zb-h1 or zb-h2", for messages and help.
 std::string pipelineScheduleList();
+/// zb-h1 and zb-h2: the schedules that split a backward into B and W and
+/// bound the micro-batches a stage holds open (PipelineSpec::inFlight).
+inline bool isZeroBubbleSchedule(std::string_view schedule) { return schedule.starts_with("zb-"); }
 
 /// Stage invariants a graph declares; passes set them as they establish them
 /// and the verifier checks what is claimed.

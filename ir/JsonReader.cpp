@@ -896,17 +896,18 @@ private:
       fail(ptr, "\"pipeline\" must be an object like {\"microbatches\": 4, \"schedule\": "
                 "\"1f1b\"}, got " + describeJson(j));
     checkKeys(j, ptr, kPipelineKeys, "pipeline setting");
-    if (const json *m = find(j, "microbatches")) {
-      if (!m->is_number_integer() || m->get<int64_t>() < 1 ||
-          m->get<int64_t>() > kMaxMicrobatches)
-        fail(ptr + "/microbatches",
-             "microbatches must be an integer in [1, " + std::to_string(kMaxMicrobatches) + "]" +
-                 (m->is_number_integer() && m->get<int64_t>() > kMaxMicrobatches
+    // A count of micro-batches, `key`'s value, in [1, kMaxMicrobatches].
+    auto count = [&](const json &m, const std::string &key) {
+      if (!m.is_number_integer() || m.get<int64_t>() < 1 || m.get<int64_t>() > kMaxMicrobatches)
+        fail(ptr + "/" + key,
+             key + " must be an integer in [1, " + std::to_string(kMaxMicrobatches) + "]" +
+                 (m.is_number_integer() && m.get<int64_t>() > kMaxMicrobatches
                       ? std::string(" (") + kMaxMicrobatchesReason + ")"
                       : "") +
-                 ", got " + describeJson(*m));
-      g_->pipeline.microbatches = m->get<int64_t>();
-    }
+                 ", got " + describeJson(m));
+      return m.get<int64_t>();
+    };
+    if (const json *m = find(j, "microbatches")) g_->pipeline.microbatches = count(*m, "microbatches");
     if (const json *s = find(j, "schedule")) {
       std::vector<std::string> names(std::begin(kPipelineSchedules), std::end(kPipelineSchedules));
       std::string name = s->is_string() ? s->get<std::string>() : "";
@@ -915,14 +916,7 @@ private:
                                     " (expected " + pipelineScheduleList() + ")");
       g_->pipeline.schedule = name;
     }
-    if (const json *f = find(j, "in_flight")) {
-      if (!f->is_number_integer() || f->get<int64_t>() < 1 ||
-          f->get<int64_t>() > kMaxMicrobatches)
-        fail(ptr + "/in_flight", "in_flight must be an integer in [1, " +
-                                     std::to_string(kMaxMicrobatches) + "], got " +
-                                     describeJson(*f));
-      g_->pipeline.inFlight = f->get<int64_t>();
-    }
+    if (const json *f = find(j, "in_flight")) g_->pipeline.inFlight = count(*f, "in_flight");
   }
 
   void readStages(const json &j) {

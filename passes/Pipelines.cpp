@@ -69,7 +69,7 @@ ir::PipelineSpec effectivePipeline(const ir::Graph &g, const PassOptions &opts) 
                     "unknown schedule '" + spec.schedule +
                         "' (expected " + ir::pipelineScheduleList() + ")");
   // The other schedules fix what a stage holds by their own sequence.
-  if (spec.inFlight > 0 && spec.schedule.rfind("zb-", 0) != 0)
+  if (spec.inFlight > 0 && !ir::isZeroBubbleSchedule(spec.schedule))
     throw UserError(g.sourceFile, opts.inFlight ? "--in-flight" : "/pipeline/in_flight",
                     "an in-flight bound is for the zero-bubble schedules (zb-h1, zb-h2), and the "
                     "schedule is " + spec.schedule);
